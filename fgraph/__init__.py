@@ -1,0 +1,21 @@
+"""fgraph: an embedded temporal fact database in one SQLite file (format v2)."""
+
+from fgraph.errors import (
+    Conflict,
+    FgraphError,
+    FormatError,
+    NotFound,
+    QueryError,
+    ReadOnly,
+    SchemaError,
+    TooLarge,
+    Unsupported,
+    ValueTypeError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Conflict", "FgraphError", "FormatError", "NotFound", "QueryError", "ReadOnly",
+    "SchemaError", "TooLarge", "Unsupported", "ValueTypeError", "__version__",
+]

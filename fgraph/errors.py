@@ -1,0 +1,72 @@
+"""The one error hierarchy: a base class and the nine stable names of the contract.
+
+Messages say what went wrong and what to try next. Classes whose contract name
+collides with a Python built-in are named differently; ``name`` carries the
+contract name, which is all that conformance cases, the CLI and peers compare.
+"""
+
+from __future__ import annotations
+
+
+class FgraphError(Exception):
+    """Base of every error fgraph raises on purpose."""
+
+    name = "FgraphError"
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}; {self.hint}"
+        return self.message
+
+
+class NotFound(FgraphError):
+    name = "NotFound"
+
+
+class Conflict(FgraphError):
+    name = "Conflict"
+
+
+class SchemaError(FgraphError):
+    name = "SchemaError"
+
+
+class ValueTypeError(FgraphError):
+    name = "TypeError"
+
+
+class QueryError(FgraphError):
+    name = "QueryError"
+
+
+class FormatError(FgraphError):
+    name = "FormatError"
+
+
+class ReadOnly(FgraphError):
+    name = "ReadOnly"
+
+
+class TooLarge(FgraphError):
+    name = "TooLarge"
+
+
+class Unsupported(FgraphError):
+    name = "Unsupported"
+
+
+ERROR_CLASSES: dict[str, type[FgraphError]] = {
+    cls.name: cls
+    for cls in (NotFound, Conflict, SchemaError, ValueTypeError, QueryError,
+                FormatError, ReadOnly, TooLarge, Unsupported)
+}
+
+# The contract name ``TypeError`` is exported under this alias too, for callers
+# who think in contract names; it is not Python's built-in TypeError.
+FgraphTypeError = ValueTypeError
