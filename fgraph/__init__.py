@@ -19,3 +19,7 @@ __all__ = [
     "Conflict", "FgraphError", "FormatError", "NotFound", "QueryError", "ReadOnly",
     "SchemaError", "TooLarge", "Unsupported", "ValueTypeError", "__version__",
 ]
+
+from fgraph.db import Db, connect  # noqa: E402
+
+__all__ += ["Db", "connect"]

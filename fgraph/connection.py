@@ -1,0 +1,135 @@
+"""Opening a format-v2 file: connection policy, classification and ownership (spec 01 §3–§4).
+
+Every setting is one small function with the reason it exists; ``open_connection``
+applies them in order. A file that is not ours is classified from read-only
+queries first and never written to.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import apsw
+
+from fgraph import layout
+from fgraph.errors import FormatError, NotFound, ReadOnly
+
+MEMORY = ":memory:"
+BUSY_TIMEOUT_MS = 5000
+
+
+def set_busy_timeout(conn: apsw.Connection) -> None:
+    """Wait up to 5 s for another writer before giving up with Conflict (01 §3)."""
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+
+def set_wal_journal(conn: apsw.Connection) -> None:
+    """WAL lets readers (tail, backup, doctor) run beside one writer; it must stick."""
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
+    if str(mode).lower() != "wal":
+        raise FormatError(f"could not switch the database to WAL mode (got {mode!r})",
+                          "put the file on a local filesystem that supports shared memory")
+
+
+def set_synchronous_full(conn: apsw.Connection) -> None:
+    """FULL: a commit that returned survives power loss (the durability promise)."""
+    conn.execute("PRAGMA synchronous = FULL")
+
+
+def set_wal_autocheckpoint(conn: apsw.Connection) -> None:
+    """The SQLite default, set explicitly so every runtime checkpoints alike."""
+    conn.execute("PRAGMA wal_autocheckpoint = 1000")
+
+
+def disable_foreign_keys(conn: apsw.Connection) -> None:
+    """The format has no FOREIGN KEY clauses; integrity is checked by doctor instead."""
+    conn.execute("PRAGMA foreign_keys = OFF")
+
+
+def distrust_schema(conn: apsw.Connection) -> None:
+    """A file may come from anywhere: never run functions named by its schema."""
+    conn.execute("PRAGMA trusted_schema = OFF")
+
+
+def set_query_only(conn: apsw.Connection, read_only: bool) -> None:
+    """Read-only handles refuse writes inside SQLite itself, not only in our code."""
+    conn.execute(f"PRAGMA query_only = {1 if read_only else 0}")
+
+
+def _uri(path: str, *params: str) -> str:
+    quoted = urllib.parse.quote(os.path.abspath(path), safe="/")
+    return f"file:{quoted}?" + "&".join(params)
+
+
+def _needs_immutable(path: str) -> bool:
+    """A WAL file in a read-only directory without sidecars can only be opened immutable."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    if os.access(directory, os.W_OK):
+        return False
+    return not (os.path.exists(path + "-wal") or os.path.exists(path + "-shm"))
+
+
+def _connect_raw(path: str, read_only: bool) -> apsw.Connection:
+    if read_only:
+        params = ["mode=ro"]
+        if _needs_immutable(path):
+            params.append("immutable=1")
+        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        return apsw.Connection(_uri(path, *params), flags=flags)
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+    if path == MEMORY:
+        return apsw.Connection(MEMORY, flags=flags)
+    return apsw.Connection(_uri(path, "mode=rwc"), flags=flags)
+
+
+def check_path(path: object) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise FormatError(f"database path must be a string, not {type(path).__name__}",
+                          "pass a file path or ':memory:'")
+    text = os.fspath(path)
+    if text == "":
+        raise FormatError("the database path is empty", "pass --db PATH or set FGRAPH_DB to a file path")
+    return text
+
+
+def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -> apsw.Connection:
+    """Open, classify and configure a connection; initialise a new writable file.
+
+    ``genesis_clock`` is the clock used when the file needs genesis.
+    """
+    path = check_path(path)
+    if read_only and path == MEMORY:
+        raise ReadOnly("a :memory: database cannot be opened read-only",
+                       "open it writable, or use a file path")
+    if read_only and not os.path.exists(path):
+        raise NotFound(f"database {path!r} does not exist", "check the path, or run `fgraph init` first")
+    if os.path.isdir(path):
+        raise FormatError(f"{path!r} is a directory, not a database file", "pass a file path")
+    try:
+        conn = _connect_raw(path, read_only)
+    except apsw.CantOpenError as exc:
+        raise FormatError(f"cannot open database {path!r}: {exc}",
+                          "check that the file and its directory exist and are accessible") from None
+    try:
+        set_busy_timeout(conn)
+        state = layout.classify(conn, path)
+        if state == layout.FOREIGN:  # pragma: no cover - classify raises instead
+            raise FormatError(f"{path!r} is not an fgraph database")
+        if read_only:
+            if state == layout.EMPTY:
+                raise FormatError(f"{path!r} is not an initialized fgraph database",
+                                  "initialize it with `fgraph init` (a writable open)")
+        elif path != MEMORY:
+            set_wal_journal(conn)
+        set_synchronous_full(conn)
+        set_wal_autocheckpoint(conn)
+        disable_foreign_keys(conn)
+        distrust_schema(conn)
+        set_query_only(conn, read_only)
+        if state == layout.EMPTY:
+            layout.initialize(conn, path, genesis_clock)
+        return conn
+    except BaseException:
+        conn.close()
+        raise

@@ -1,0 +1,133 @@
+"""The library façade: ``connect()`` and ``Db``, the surface of spec 11 §3.
+
+Each method opens no SQL of its own: it delegates to the module that owns the
+concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only view.
+"""
+
+from __future__ import annotations
+
+from fgraph import connection, reads, transact as _transact
+from fgraph.errors import ReadOnly, SchemaError, Unsupported
+from fgraph.identity import event_factory_from_env, make_clock
+from fgraph.plan import check_attribute_name
+from fgraph.transact import UNSET, Request
+
+DEFAULT_PATH = "fgraph.db"
+
+
+def connect(path=DEFAULT_PATH, *, clock=None, read_only: bool = False, query_budget: int = 100000,
+            event_factory=None) -> "Db":
+    """Open (and, when writable and new, create) a database."""
+    clock_fn = make_clock(clock)
+    conn = connection.open_connection(path, read_only, genesis_clock=clock_fn)
+    return Db(conn, str(path), clock=clock_fn, read_only=read_only,
+              event_factory=event_factory or event_factory_from_env())
+
+
+class Db:
+    def __init__(self, conn, path: str, *, clock, read_only: bool, event_factory, basis: int | None = None):
+        self.connection = conn
+        self.path = path
+        self.read_only = read_only or basis is not None
+        self.basis = basis
+        self._clock = clock
+        self._event_factory = event_factory
+        self._owns_connection = basis is None
+
+    # -- lifecycle --------------------------------------------------------------
+    def close(self) -> None:
+        if self._owns_connection and self.connection is not None:
+            self.connection.close()
+        self.connection = None
+
+    def __enter__(self) -> "Db":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _writable(self) -> None:
+        if self.basis is not None:
+            raise ReadOnly(f"this is a historical view at transaction {self.basis}",
+                           "write through the database itself, not through at()")
+        if self.read_only:
+            raise ReadOnly("the database was opened read-only", "open it writable to change it")
+
+    def _reader(self) -> reads.Reader:
+        return reads.Reader(self.connection, self.basis, self.path)
+
+    # -- writes -----------------------------------------------------------------
+    def transact(self, data, *, source=None, by=None, meta=UNSET, tx=None, operation_id=None,
+                 if_basis_tx=None) -> dict:
+        self._writable()
+        request = Request(data, source=source, by=by, meta=meta, tx=tx, operation_id=operation_id,
+                          if_basis_tx=if_basis_tx)
+        return _transact.transact(self.connection, request, clock=self._clock, event_factory=self._event_factory)
+
+    add = transact
+
+    def retract(self, ref, attr=None, value=UNSET, *, operation_id=None, if_basis_tx=None) -> dict:
+        op = ["retract", ref]
+        if attr is not None:
+            op.append(attr)
+            if value is not UNSET:
+                op.append(value)
+        return self.transact(op, operation_id=operation_id, if_basis_tx=if_basis_tx)
+
+    def declare(self, attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None,
+                doc=None, vector_model=None, operation_id=None, if_basis_tx=None) -> dict:
+        self._writable()
+        return self.transact(declaration(attr, type=type, ref=ref, many=many, unique=unique,
+                                         nohistory=nohistory, dims=dims, doc=doc, vector_model=vector_model),
+                             operation_id=operation_id, if_basis_tx=if_basis_tx)
+
+    # -- reads ------------------------------------------------------------------
+    def stats(self) -> dict:
+        return self._reader().stats()
+
+    def entity(self, ref, depth: int = 1) -> dict:
+        return self._reader().entity(ref, depth)
+
+    def history(self, ref, attr=None) -> list:
+        return self._reader().history(ref, attr)
+
+    def why(self, ref, attr=None) -> list:
+        return self._reader().why(ref, attr)
+
+    def diff(self, t1, t2) -> dict:
+        return self._reader().diff(t1, t2)
+
+    def changes(self, since, until=None) -> dict:
+        reader = self._reader()
+        return reader.diff(since, reader.basis if until is None else until)
+
+    def receipt(self, transaction) -> dict:
+        return self._reader().receipt(transaction)
+
+    def at(self, value) -> "Db":
+        basis = self._reader().resolve_time(value)
+        return Db(self.connection, self.path, clock=self._clock, read_only=True,
+                  event_factory=self._event_factory, basis=basis)
+
+    def latest_tx(self) -> int:
+        return self._reader().basis
+
+
+def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None, doc=None,
+                vector_model=None) -> dict:
+    """The map that ``declare`` transacts (spec 03 §4)."""
+    check_attribute_name(attr)
+    data: dict = {"id": attr}
+    if ref:
+        if type is not None and type != "ref":
+            raise SchemaError(f"--ref conflicts with type {type!r}", "declare either a ref or another type")
+        data["fgraph/type"] = "ref"
+    elif type is not None:
+        data["fgraph/type"] = type
+    for key, val in (("fgraph/many", many), ("fgraph/unique", unique), ("fgraph/nohistory", nohistory),
+                     ("fgraph/dims", dims), ("fgraph/doc", doc), ("fgraph/vector-model", vector_model)):
+        if val is not None:
+            data[key] = val
+    if len(data) == 1:
+        raise SchemaError(f"nothing to declare for {attr!r}", "pass at least one of type, many, unique, ...")
+    return data

@@ -1,0 +1,115 @@
+"""The format-v2 layout: the normative DDL, classifying a file, genesis under a write lock.
+
+The DDL text lives in ``schema/format-v2.sql`` (shipped as package data). A file
+is ours only when its markers say so and its 15 objects match that DDL after
+whitespace-run collapsing and lowercasing (spec 01 §4).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import re
+
+import apsw
+
+from fgraph.errors import FormatError
+
+APPLICATION_ID = 1718055521
+USER_VERSION = 2
+FTS_SHADOW_TABLES = frozenset({
+    "fgraph_fts_config", "fgraph_fts_content", "fgraph_fts_data",
+    "fgraph_fts_docsize", "fgraph_fts_idx",
+})
+
+EMPTY = "empty"      # markers (0, 0) and no objects: needs genesis
+FGRAPH = "fgraph"    # a valid format-v2 file
+FOREIGN = "foreign"
+
+
+@functools.cache
+def ddl_text() -> str:
+    """The normative DDL, comments stripped, as executed at genesis."""
+    text = importlib.resources.files("fgraph.schema").joinpath("format-v2.sql").read_text("utf-8")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("--")) + "\n"
+
+
+def _normalise(sql: str) -> str:
+    return re.sub(r"\s+", " ", sql).strip().lower()
+
+
+@functools.cache
+def expected_objects() -> dict[str, tuple[str, str]]:
+    """name -> (type, normalised sql) of the 15 required objects, from a scratch database."""
+    scratch = apsw.Connection(":memory:")
+    try:
+        scratch.execute(ddl_text())
+        rows = scratch.execute(
+            "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' AND sql IS NOT NULL"
+        ).fetchall()
+    finally:
+        scratch.close()
+    return {name: (kind, _normalise(sql)) for kind, name, sql in rows if name not in FTS_SHADOW_TABLES}
+
+
+def _not_ours(path: str, why: str, hint: str) -> FormatError:
+    return FormatError(f"{path!r} is not a usable fgraph database: {why}", hint)
+
+
+def classify(conn: apsw.Connection, path: str) -> str:
+    """EMPTY or FGRAPH; anything else raises FormatError without writing."""
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
+        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+        objects = conn.execute("SELECT type, name, sql FROM sqlite_schema").fetchall()
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        raise _not_ours(path, f"not a SQLite database ({exc})",
+                        "point --db at an fgraph file, or at a new path to create one") from None
+    except apsw.Error as exc:
+        raise _not_ours(path, f"SQLite could not read it ({exc})", "check the file and try again") from None
+    if (app_id, version) == (0, 0):
+        if objects:
+            raise _not_ours(path, "it already holds tables of another application",
+                            "fgraph needs a dedicated file; choose a new path")
+        return EMPTY
+    if (app_id, version) != (APPLICATION_ID, USER_VERSION):
+        raise _not_ours(path, f"markers application_id={app_id}, user_version={version} are not format v2",
+                        "only format-v2 files (application_id 1718055521, user_version 2) can be opened")
+    validate_objects(objects, path)
+    return FGRAPH
+
+
+def validate_objects(objects, path: str) -> None:
+    expected = expected_objects()
+    seen = {}
+    for kind, name, sql in objects:
+        if name.startswith("sqlite_") or name in FTS_SHADOW_TABLES:
+            continue
+        if name not in expected:
+            raise _not_ours(path, f"it holds a foreign {kind} {name!r}",
+                            "fgraph files hold only fgraph objects; remove it or use a new file")
+        seen[name] = (kind, _normalise(sql or ""))
+    for name, (kind, sql) in expected.items():
+        if name not in seen:
+            raise _not_ours(path, f"the required {kind} {name!r} is missing", "run `fgraph doctor` on a backup")
+        if seen[name] != (kind, sql):
+            raise _not_ours(path, f"the {kind} {name!r} differs from the format-v2 definition",
+                            "the file was altered outside fgraph; restore it from a backup or snapshot")
+
+
+def initialize(conn: apsw.Connection, path: str, clock) -> None:
+    """Create the layout and genesis in one write transaction, unless another process won."""
+    from fgraph import genesis
+    from fgraph.identity import make_clock, read_clock
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if classify(conn, path) == EMPTY:
+            conn.execute(ddl_text())
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {USER_VERSION}")
+            genesis.write_genesis(conn, read_clock(make_clock(clock)))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,575 @@
+"""Planning: expand a request into the delta it commits (spec 03 §2–§7).
+
+The planner keeps a working set per (entity, attribute) over the live state,
+loaded lazily through indexed lookups. New identities are placeholders until the
+plan is final; unused anonymous ones are dropped and the ids compacted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+
+from fgraph import values
+from fgraph.catalog import Catalog
+from fgraph.errors import Conflict, NotFound, SchemaError, Unsupported, ValueTypeError
+from fgraph.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED,
+                            A_SHAPE_REQUIRED, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX, system_names)
+from fgraph.values import RefWire, Value
+
+ATTRIBUTE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*$")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+OPERATIONS = ("assert", "retract", "cas")
+SCHEMA_ATTRS = frozenset({A_TYPE, A_MANY, A_UNIQUE, A_NOHISTORY, A_DIMS, A_VECTOR_MODEL})
+TYPE_TAGS = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 8), "instant": (5,),
+             "bytes": (6, 9), "vector": (7,), "json": (10,)}
+
+
+class NewIdent:
+    """A placeholder for an identity this transaction allocates."""
+
+    __slots__ = ("kind", "key", "id", "gid")
+
+    def __init__(self, kind: str, key: str | None):
+        self.kind, self.key, self.id, self.gid = kind, key, None, None
+
+    def __repr__(self) -> str:
+        return f"NewIdent({self.kind}, {self.key!r}, id={self.id})"
+
+
+class Slot:
+    __slots__ = ("e", "a", "live", "present", "removed", "items")
+
+    def __init__(self, e, a, live):
+        self.e, self.a = e, a
+        self.live = live            # key -> fact id (live rows before this transaction)
+        self.present = {}           # key -> (Value, seq): the working values
+        self.removed = {}           # live key -> seq of the removal
+        self.items = set()          # request items that touched this slot
+
+
+def check_name(name: object, what: str = "name") -> str:
+    if not isinstance(name, str):
+        raise ValueTypeError(f"{what} {name!r} is not a string", "use a text name or an id")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if not 1 <= size <= 512 or any(unicodedata.category(ch) == "Cc" for ch in name):
+        raise ValueTypeError(f"invalid {what} {name!r}",
+                             "names are 1-512 UTF-8 bytes without control characters")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in name):
+        raise ValueTypeError(f"invalid {what} {name!r}: lone surrogate", "use valid Unicode text")
+    return name
+
+
+def check_attribute_name(name: object) -> str:
+    if not isinstance(name, str) or not ATTRIBUTE_RE.match(name):
+        raise SchemaError(f"invalid attribute name {name!r}",
+                          "attribute names look like 'namespace/name' (lowercase, digits, . _ -)")
+    if name.startswith("fgraph/") and name not in system_names():
+        raise SchemaError(f"attribute {name!r} is in the reserved fgraph/ namespace",
+                          "choose another namespace")
+    return name
+
+
+class Planner:
+    def __init__(self, catalog: Catalog, eid_overrides: dict | None = None):
+        self.cat = catalog
+        self.slots: dict[tuple, Slot] = {}
+        self.new: list[NewIdent] = []
+        self.names: dict[str, NewIdent] = {}
+        self.tmps: dict[str, NewIdent] = {}
+        self.eid_overrides = eid_overrides or {}
+        self.owners: dict[tuple, list] = {}     # (a, key) -> entities that gained that value
+        self.seq = itertools.count()
+        self.tx = NewIdent("tx", None)
+        self.cas_slots: set[tuple] = set()
+        self.item = 0
+
+    # -- identities -----------------------------------------------------------
+    def _allocate(self, kind: str, key: str | None) -> NewIdent:
+        ident = NewIdent(kind, key)
+        self.new.append(ident)
+        if kind == "name":
+            self.names[key] = ident
+        elif kind == "tmp":
+            self.tmps[key] = ident
+        return ident
+
+    def named(self, name: str, allocate: bool):
+        if name.startswith("fgraph/") and name not in system_names():
+            raise SchemaError(f"{name!r} is in the reserved fgraph/ namespace", "choose another name")
+        if name in self.names:
+            return self.names[name]
+        found = self.cat.id_by_name(name)
+        if found is not None or not allocate:
+            return found
+        return self._allocate("name", name)
+
+    def entity(self, sel, *, allocate: bool, map_id: bool = False):
+        """Resolve an entity selector; None when unknown and not allocating."""
+        if isinstance(sel, bool):
+            raise ValueTypeError(f"entity selector {sel!r} is not valid", "use a name, id, lookup or tmp")
+        if isinstance(sel, str):
+            return self.named(check_name(sel, "entity name"), allocate)
+        if isinstance(sel, int):
+            if not INT64_MIN <= sel <= INT64_MAX:
+                raise ValueTypeError(f"entity id {sel} is outside the signed 64-bit range", "use an existing id")
+            if sel <= 0 or self.cat.identity(sel) is None:
+                raise NotFound(f"entity {sel} was not found", "use an id returned by a transaction")
+            return sel
+        if isinstance(sel, list):
+            return self.lookup(sel)
+        if isinstance(sel, dict) and len(sel) == 1:
+            if "tmp" in sel:
+                token = sel["tmp"]
+                if not isinstance(token, str) or token == "":
+                    raise ValueTypeError(f"tmp token {token!r} must be a non-empty string", 'write {"tmp": "t1"}')
+                return self.tmps.get(token) or self._allocate("tmp", token)
+            if "eid" in sel:
+                if map_id:
+                    raise ValueTypeError("an eid cannot be a map id",
+                                         'use the operation form ["assert", {"eid": ...}, attr, value]')
+                return self.eid(sel["eid"])
+        raise ValueTypeError(f"entity selector {sel!r} is not valid",
+                             'use a name, a positive id, ["attr", value], {"tmp": "t"} or {"eid": "uuid"}')
+
+    def eid(self, text):
+        from fgraph.identity import check_event_uuid, uuid_to_gid
+        check_event_uuid(text, "eid")
+        if text in self.eid_overrides:
+            return self.eid_overrides[text]
+        found = self.cat.id_by_gid(uuid_to_gid(text))
+        if found is None:
+            raise NotFound(f"no identity has eid {text}", "use an eid printed by tail, snapshot or get")
+        return found
+
+    def lookup(self, sel: list):
+        if len(sel) != 2:
+            raise ValueTypeError(f"lookup {sel!r} must be [attribute, value]", 'write ["user/email", "a@b"]')
+        name, raw = sel
+        check_attribute_name(name)
+        a = self.named(name, allocate=False)
+        if a is None:
+            raise NotFound(f"attribute {name!r} was not found", "declare it unique before looking up by it")
+        if not self.schema(a)["unique"]:
+            raise SchemaError(f"attribute {name!r} is not unique, so it cannot identify an entity",
+                              f"declare it with `fgraph declare {name} --unique`")
+        value = self.plain_value(raw, allocate=False)
+        owner = None if value is None else self.unique_owner(a, (value.t, value.v))
+        if owner is None:
+            raise NotFound(f"no entity has {name} = {raw!r}", "check the value or create the entity first")
+        return owner
+
+    def attribute(self, name, *, allocate: bool):
+        return self.named(check_attribute_name(name), allocate)
+
+    def writable(self, e) -> None:
+        if isinstance(e, int) and (e <= SYSTEM_MAX or self.cat.is_transaction(e)):
+            what = "a system identity" if e <= SYSTEM_MAX else "a transaction"
+            raise Unsupported(f"entity {e} is {what} and cannot be written",
+                              "write facts about your own entities; use the tx option for transaction facts")
+
+    # -- schema -----------------------------------------------------------------
+    def slot(self, e, a) -> Slot:
+        key = (e, a)
+        found = self.slots.get(key)
+        if found is None:
+            live = {}
+            if isinstance(e, int) and isinstance(a, int):
+                for fact_id, v, t in self.cat.live_values(e, a):
+                    live[(t, v)] = fact_id
+            found = self.slots[key] = Slot(e, a, live)
+            for k in live:
+                found.present[k] = (Value(k[0], k[1], None), -1)
+        return found
+
+    def _one(self, e, a):
+        present = self.slot(e, a).present
+        return next(iter(present.values()))[0].v if present else None
+
+    def schema(self, a) -> dict:
+        return {"type": self._one(a, A_TYPE), "many": self._one(a, A_MANY) == 1,
+                "unique": self._one(a, A_UNIQUE) == 1, "nohistory": self._one(a, A_NOHISTORY),
+                "dims": self._one(a, A_DIMS)}
+
+    def nohistory(self, a) -> bool:
+        s = self.schema(a)
+        return s["nohistory"] == 1 or (s["nohistory"] is None and s["type"] == "vector")
+
+    # -- values -----------------------------------------------------------------
+    def plain_value(self, raw, *, allocate: bool, allow_missing: bool = False):
+        """A Value (refs resolved to handles); None for an unknown ref when not allocating."""
+        wire = values.from_wire(raw, allow_missing=allow_missing)
+        if isinstance(wire, RefWire):
+            target = self.entity(wire.selector, allocate=allocate)
+            if target is None:
+                return None
+            if isinstance(target, int) and not isinstance(wire.selector, str) and self.cat.is_transaction(target) \
+                    and isinstance(wire.selector, dict) and "eid" in wire.selector and not self.eid_overrides:
+                raise Unsupported("a transaction's eid cannot be a ref value in a direct write",
+                                  "refer to a domain entity instead")
+            return Value(0, target, None)
+        return wire
+
+    def attribute_label(self, a) -> str:
+        return a.key if isinstance(a, NewIdent) else (self.cat.name_of(a) or str(a))
+
+    def check_type_now(self, e, a, value: Value) -> None:
+        s = self.schema(a)
+        declared = s["type"]
+        if declared is None and value.t == values.TAG_VECTOR:
+            self.assert_fact(a, A_TYPE, Value(values.TAG_TEXT, "vector", None))
+            declared = "vector"
+        if declared is not None and value.t not in TYPE_TAGS.get(declared, ()):
+            shown = value.v if value.t != 0 else "a ref"
+            raise ValueTypeError(
+                f"attribute {self.attribute_label(a)!r} requires {declared}, but {shown!r} is "
+                f"{values.logical_name(value.t)}", "write a value of that type or change its declaration")
+        if value.t == values.TAG_VECTOR:
+            length = len(value.blob) // 4
+            if s["dims"] is None:
+                self.assert_fact(a, A_DIMS, Value(values.TAG_INT, length, None))
+            elif s["dims"] != length:
+                raise ValueTypeError(
+                    f"attribute {self.attribute_label(a)!r} holds {s['dims']}-dimensional vectors, not {length}",
+                    "pass a vector of the declared dimension")
+
+    # -- working set ------------------------------------------------------------
+    def assert_fact(self, e, a, value: Value) -> None:
+        slot = self.slot(e, a)
+        slot.items.add(self.item)
+        key = (value.t, value.v)
+        if key in slot.present:
+            return
+        if not self.schema(a)["many"] and slot.present:
+            others = [k for k in slot.present if k != key]
+            if any(k not in slot.live for k in others):
+                raise Conflict(f"two values for cardinality-one attribute {self.attribute_label(a)!r} "
+                               "in one transaction", "keep one value, or declare the attribute --many")
+            for k in others:
+                self.remove(slot, k)
+        slot.present[key] = (value, next(self.seq))
+        self.owners.setdefault((a, key), []).append(e)
+
+    def remove(self, slot: Slot, key) -> None:
+        slot.items.add(self.item)
+        if key in slot.present:
+            del slot.present[key]
+            if key in slot.live:
+                slot.removed[key] = next(self.seq)
+
+    def unique_owner(self, a, key):
+        for e in self.owners.get((a, key), ()):
+            if key in self.slot(e, a).present:
+                return e
+        if isinstance(a, int) and not isinstance(key[1], NewIdent):
+            for e in self.cat.live_owners(a, key[1], key[0]):
+                if key in self.slot(e, a).present:
+                    return e
+        return None
+
+    # -- request items ----------------------------------------------------------
+    def plan_data(self, data) -> None:
+        if isinstance(data, list) and data and isinstance(data[0], str) and data[0] in OPERATIONS:
+            self.plan_item(data)
+            return
+        items = data if isinstance(data, list) else [data]
+        for item in items:
+            self.item += 1
+            self.plan_item(item)
+
+    def plan_item(self, item) -> None:
+        if isinstance(item, dict):
+            self.plan_map(item)
+        elif isinstance(item, list) and item and isinstance(item[0], str) and item[0] in OPERATIONS:
+            getattr(self, "op_" + item[0])(item)
+        elif isinstance(item, list) and not item:
+            return
+        else:
+            shown = item[0] if isinstance(item, list) and item else item
+            raise ValueTypeError(f"transaction item {shown!r} is neither a map nor an operation",
+                                 'use {"id": ..., "ns/attr": value} or ["assert"|"retract"|"cas", ...]')
+
+    def plan_map(self, m: dict, entity=None):
+        if entity is None:
+            if "id" in m:
+                entity = self.entity(m["id"], allocate=True, map_id=True)
+                self.writable(entity)
+            else:
+                entity = self.upsert_target(m) or self._allocate("anon", None)
+        for key in sorted(k for k in m if k != "id"):
+            a = self.attribute(key, allocate=True)
+            raw = m[key]
+            if isinstance(raw, list):
+                if not self.schema(a)["many"]:
+                    raise Conflict(f"attribute {key!r} is cardinality-one but got an array",
+                                   f"pass one value, or declare it with `fgraph declare {key} --many`")
+                for element in raw:
+                    self.assert_value(entity, a, element)
+            else:
+                self.assert_value(entity, a, raw)
+        return entity
+
+    def upsert_target(self, m: dict):
+        for key in sorted(k for k in m if k != "id"):
+            if not isinstance(key, str) or not ATTRIBUTE_RE.match(key):
+                continue
+            a = self.named(key, allocate=False)
+            if a is None or not self.schema(a)["unique"]:
+                continue
+            raws = m[key] if isinstance(m[key], list) else [m[key]]
+            for raw in raws:
+                if values.is_entity_map(raw):
+                    continue
+                value = self.plain_value(raw, allocate=False)
+                owner = None if value is None else self.unique_owner(a, (value.t, value.v))
+                if owner is not None:
+                    return owner
+        return None
+
+    def assert_value(self, e, a, raw) -> None:
+        if values.is_entity_map(raw):
+            if self.schema(a)["type"] != "ref":
+                raise ValueTypeError(
+                    f"nested map on {self.attribute_label(a)!r} requires type='ref'",
+                    "declare it with --ref, or wrap domain JSON as {\"json\": ...}")
+            value = Value(0, self.plan_map(raw), None)
+        else:
+            value = self.plain_value(raw, allocate=True)
+        self.check_type_now(e, a, value)
+        self.assert_fact(e, a, value)
+
+    def op_assert(self, op: list) -> None:
+        if len(op) != 4:
+            raise ValueTypeError(f"assert takes [\"assert\", e, a, v], got {len(op)} elements", "fix the arity")
+        e = self.entity(op[1], allocate=True)
+        self.writable(e)
+        a = self.attribute(op[2], allocate=True)
+        if isinstance(op[3], list):
+            raise ValueTypeError("an assert operation takes one value, not an array", "assert each value")
+        self.assert_value(e, a, op[3])
+
+    def op_retract(self, op: list) -> None:
+        if not 2 <= len(op) <= 4:
+            raise ValueTypeError(f"retract takes 2 to 4 elements, got {len(op)}", 'use ["retract", e, a?, v?]')
+        e = self.entity(op[1], allocate=False)
+        if e is not None:
+            self.writable(e)
+        a = self.attribute(op[2], allocate=False) if len(op) >= 3 else None
+        value = None
+        if len(op) == 4:
+            if values.is_entity_map(op[3]) or isinstance(op[3], list):
+                raise ValueTypeError("retract takes one plain value", "pass the value to retract")
+            value = self.plain_value(op[3], allocate=False)
+        if e is None or (len(op) >= 3 and a is None) or (len(op) == 4 and value is None):
+            return
+        if len(op) == 2:
+            self.retract_entity(e)
+        elif len(op) == 3:
+            slot = self.slot(e, a)
+            for key in list(slot.present):
+                self.remove(slot, key)
+            slot.items.add(self.item)
+        else:
+            self.remove(self.slot(e, a), (value.t, value.v))
+
+    def retract_entity(self, e) -> None:
+        """Every live fact of ``e`` and every live ref to it held by a domain entity."""
+        if isinstance(e, int):
+            for a in self.cat.live_attributes(e):
+                self.slot(e, a)
+            for _, holder, a in self.cat.live_refs_to(e):
+                if holder > SYSTEM_MAX and not self.cat.is_transaction(holder):
+                    self.slot(holder, a)
+        own, refs = [], []
+        for (se, _), slot in list(self.slots.items()):
+            if se == e:
+                own.extend((slot.live.get(k, float("inf")), slot, k) for k in slot.present)
+            elif se is not self.tx and (0, e) in slot.present:
+                if isinstance(se, int) and (se <= SYSTEM_MAX or self.cat.is_transaction(se)):
+                    continue
+                refs.append((slot.live.get((0, e), float("inf")), slot, (0, e)))
+        for _, slot, key in sorted(own, key=lambda r: r[0]) + sorted(refs, key=lambda r: r[0]):
+            self.remove(slot, key)
+
+    def op_cas(self, op: list) -> None:
+        if len(op) != 5:
+            raise ValueTypeError(f"cas takes [\"cas\", e, a, expected, desired], got {len(op)} elements",
+                                 "fix the arity")
+        e = self.entity(op[1], allocate=False)
+        if e is None:
+            raise NotFound(f"cas entity {op[1]!r} was not found", "cas needs an existing entity")
+        self.writable(e)
+        a = self.attribute(op[2], allocate=False)
+        if a is None:
+            raise NotFound(f"cas attribute {op[2]!r} was not found", "cas needs an existing attribute")
+        if self.schema(a)["many"]:
+            raise SchemaError(f"cas needs a cardinality-one attribute; {op[2]!r} is many",
+                              "use assert/retract for cardinality-many attributes")
+        slot = self.slot(e, a)
+        if slot.items - {self.item}:
+            raise Conflict(f"cas on {op[2]!r} shares its entity and attribute with another item",
+                           "use one cas per (entity, attribute) and nothing else on it")
+        self.cas_slots.add((e, a))
+        expected = self.plain_value(op[3], allocate=False, allow_missing=True)
+        desired = self.plain_value(op[4], allocate=True, allow_missing=True)
+        current = [k for k in slot.present]
+        want = [] if expected is values.MISSING or expected is None else [(expected.t, expected.v)]
+        if current != want:
+            raise Conflict(f"cas on {op[2]!r} expected {op[3]!r} but the live value differs",
+                           "read the current value and retry with it")
+        slot.items.add(self.item)
+        if expected is not values.MISSING and desired is not values.MISSING and \
+                (expected.t, expected.v) == (desired.t, desired.v):
+            return
+        if desired is values.MISSING:
+            for key in current:
+                self.remove(slot, key)
+        else:
+            self.check_type_now(e, a, desired)
+            self.assert_fact(e, a, desired)
+
+    def plan_tx_facts(self, tx_map: dict) -> None:
+        self.item += 1
+        self.plan_map(tx_map, entity=self.tx)
+
+    # -- final state ------------------------------------------------------------
+    def finish(self) -> "Delta":
+        """Check the final state, drop unused placeholders, and return the delta."""
+        changed_schema = {slot.e for slot in self.slots.values()
+                          if slot.a in SCHEMA_ATTRS and self._changed(slot)}
+        for a in changed_schema:
+            self.check_declaration(a)
+        for slot in list(self.slots.values()):
+            if self._changed(slot):
+                self.check_slot(slot)
+        self.check_shapes()
+        asserted, retracted = [], []
+        for slot in self.slots.values():
+            for key, (value, seq) in slot.present.items():
+                if key not in slot.live:
+                    asserted.append((seq, slot.e, slot.a, value))
+            for key, seq in slot.removed.items():
+                if key not in slot.present:
+                    retracted.append((seq, slot.e, slot.a, Value(key[0], key[1], None), slot.live[key]))
+        asserted.sort(key=lambda r: r[0])
+        retracted.sort(key=lambda r: r[0])
+        used = set()
+        for _, e, _, value in asserted:
+            used.add(id(e))
+            if value.t == 0:
+                used.add(id(value.v))
+        kept = [n for n in self.new if n.kind == "name" or id(n) in used]
+        return Delta([r[1:] for r in asserted], [r[1:] for r in retracted], kept)
+
+    @staticmethod
+    def _changed(slot: Slot) -> bool:
+        return any(k not in slot.live for k in slot.present) or any(k not in slot.present for k in slot.live)
+
+    def check_declaration(self, a) -> None:
+        label = self.attribute_label(a)
+        s = self.schema(a)
+        kind = s["type"]
+        if kind is not None and kind not in TYPE_TAGS:
+            raise SchemaError(f"unknown type {kind!r} for {label!r}",
+                              "use one of bool, int, float, text, instant, bytes, vector, json, ref")
+        if s["unique"] and (kind is None or kind in ("json", "vector")):
+            raise SchemaError(f"{label!r} cannot be unique with type {kind!r}",
+                              "declare a scalar type (not json or vector) together with --unique")
+        dims = s["dims"]
+        if dims is not None and (kind != "vector" or isinstance(dims, bool) or dims <= 0):
+            raise SchemaError(f"invalid dims {dims!r} for {label!r}",
+                              "dims must be a positive integer on a vector attribute")
+        if self._one(a, A_VECTOR_MODEL) is not None and kind != "vector":
+            raise SchemaError(f"vector-model on {label!r} requires type vector", "declare --type vector")
+        if isinstance(a, int):
+            self.check_existing_values(a, label, s)
+
+    def check_existing_values(self, a: int, label: str, s: dict) -> None:
+        conn = self.cat.conn
+        if s["type"] is not None:
+            tags = ",".join(str(t) for t in TYPE_TAGS[s["type"]])
+            for (e,) in conn.execute(
+                    f"SELECT DISTINCT e FROM fgraph_facts WHERE a = ? AND rx IS NULL AND t NOT IN ({tags})", (a,)):
+                if any(k[0] not in TYPE_TAGS[s["type"]] for k in self.slot(e, a).present):
+                    raise SchemaError(f"{label!r} already holds values that are not {s['type']}",
+                                      "retract them first, or declare another type")
+        if not s["many"]:
+            for (e,) in conn.execute(
+                    "SELECT e FROM fgraph_facts WHERE a = ? AND rx IS NULL GROUP BY e HAVING count(*) > 1", (a,)):
+                self.check_slot(self.slot(e, a))
+        if s["unique"]:
+            for v, t in conn.execute("SELECT v, t FROM fgraph_facts WHERE a = ? AND rx IS NULL "
+                                     "GROUP BY v, t HAVING count(*) > 1", (a,)):
+                owners = [e for e in self.cat.live_owners(a, v, t) if (t, v) in self.slot(e, a).present]
+                if len(owners) > 1:
+                    raise Conflict(f"{label!r} cannot become unique: value {v!r} has several owners",
+                                   "make the values distinct first")
+
+    def check_slot(self, slot: Slot) -> None:
+        a = slot.a
+        s = self.schema(a)
+        label = self.attribute_label(a)
+        if s["type"] is not None:
+            for key in slot.present:
+                if key[0] not in TYPE_TAGS.get(s["type"], ()):
+                    raise SchemaError(f"{label!r} is declared {s['type']} but holds a "
+                                      f"{values.logical_name(key[0])} value", "make the value and type agree")
+        if not s["many"] and len(slot.present) > 1:
+            if any(k not in slot.live for k in slot.present):
+                raise Conflict(f"{label!r} is cardinality-one but would hold {len(slot.present)} values",
+                               "keep one value, or declare it --many")
+            raise SchemaError(f"{label!r} cannot become cardinality-one while an entity holds several values",
+                              "retract the extra values first")
+        if s["unique"]:
+            for key in slot.present:
+                if key in slot.live:
+                    continue
+                owners = {id(e) for e in self.owners.get((a, key), ()) if key in self.slot(e, a).present}
+                if isinstance(a, int) and not isinstance(key[1], NewIdent):
+                    owners |= {id(e) for e in self.cat.live_owners(a, key[1], key[0])
+                               if key in self.slot(e, a).present}
+                if len(owners) > 1:
+                    raise Conflict(f"unique value {key[1]!r} of {label!r} already belongs to another entity",
+                                   "upsert onto the owner (omit id), or retract it from the owner first")
+
+    def check_shapes(self) -> None:
+        """Shapes: required attributes present; closed shapes allow only listed attributes."""
+        if not self.cat.has_live_attribute(A_SHAPE) and not any(
+                slot.a == A_SHAPE and slot.present for slot in self.slots.values()):
+            return
+        touched = {id(slot.e): slot.e for slot in self.slots.values() if self._changed(slot)}
+        for e in touched.values():
+            for key in self.slot(e, A_SHAPE).present:
+                self.check_shape(e, key[1])
+
+    def check_shape(self, e, shape) -> None:
+        required = [k[1] for k in self.slot(shape, A_SHAPE_REQUIRED).present]
+        allowed = {id(k[1]) for k in self.slot(shape, A_SHAPE_ALLOWED).present}
+        closed = self._one(shape, A_SHAPE_CLOSED) == 1
+        attrs = {id(slot.a): slot.a for slot in self.slots.values() if slot.e == e and slot.present}
+        if isinstance(e, int):
+            attrs.update({a: a for a in self.cat.live_attributes(e) if self.slot(e, a).present})
+        for a in required:
+            if id(a) not in attrs and a not in attrs:
+                raise SchemaError(f"entity is missing attribute {self.attribute_label(a)!r} required by its shape",
+                                  "add the attribute in the same transaction")
+        if closed:
+            for key, a in attrs.items():
+                if isinstance(a, int) and a <= SYSTEM_MAX:
+                    continue
+                if id(a) not in allowed and a not in {k for k in required} and \
+                        a not in {k[1] for k in self.slot(shape, A_SHAPE_ALLOWED).present}:
+                    raise SchemaError(f"attribute {self.attribute_label(a)!r} is not allowed by the closed shape",
+                                      "remove it or allow it in the shape")
+
+
+class Delta:
+    """What a plan commits: assertions and retractions in planning order, kept identities."""
+
+    __slots__ = ("asserted", "retracted", "new")
+
+    def __init__(self, asserted, retracted, new):
+        self.asserted = asserted      # (e, a, Value) with handles
+        self.retracted = retracted    # (e, a, Value, fact id)
+        self.new = new                # NewIdent in allocation order (the tx excluded)

@@ -1,0 +1,244 @@
+"""Reads at a basis: entity, history, why, diff, receipt and stats (spec 09 §5–§6, 03 §13)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from fgraph import values
+from fgraph.catalog import Catalog
+from fgraph.errors import NotFound, SchemaError, ValueTypeError
+from fgraph.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
+from fgraph.identity import INSTANT_MAX, INSTANT_MIN, gid_to_uuid
+from fgraph.plan import ATTRIBUTE_RE, INT64_MAX, INT64_MIN
+from fgraph.values import RefWire
+
+RECEIPT_ATTRS = (A_AT, A_BY, A_SOURCE, A_META, A_IMPORTED_AT)
+
+
+class Reader:
+    """Read APIs over one connection; ``basis`` pins a historical view (None = latest)."""
+
+    def __init__(self, conn, basis: int | None, path: str):
+        self.conn, self.path = conn, path
+        self.cat = Catalog(conn, basis)
+        self.basis = basis if basis is not None else self.cat.latest_tx()
+
+    # -- helpers ----------------------------------------------------------------
+    def visible(self, alias: str = "") -> str:
+        p = alias + "." if alias else ""
+        return f"{p}tx <= {self.basis} AND ({p}rx IS NULL OR {p}rx > {self.basis})"
+
+    def local_ref(self, ident: int):
+        name = self.cat.name_of(ident)
+        return name if name is not None else ident
+
+    def value(self, v, t):
+        blob = self.cat.blob(v) if t in values.INDIRECT_TAGS else None
+        return values.render(t, v, blob, self.local_ref)
+
+    def fact(self, fact_id, e, a, v, t, tx, rx) -> dict:
+        return {"a": self.cat.name_of(a), "e": self.local_ref(e), "id": fact_id,
+                "rx": rx if rx is not None and rx <= self.basis else None, "tx": tx, "v": self.value(v, t)}
+
+    def resolve(self, ref):
+        """A read-side selector: never allocates; unknown ⇒ NotFound."""
+        if isinstance(ref, bool):
+            raise ValueTypeError(f"selector {ref!r} is not valid", "use a name, an id, a lookup or an eid")
+        if isinstance(ref, int):
+            if not INT64_MIN <= ref <= INT64_MAX:
+                raise ValueTypeError(f"id {ref} is outside the signed 64-bit range", "use an existing id")
+            if ref > 0 and self.cat.identity(ref) is not None:
+                return ref
+        elif isinstance(ref, str):
+            found = self.cat.id_by_name(ref)
+            if found is not None:
+                return found
+        elif isinstance(ref, list) and len(ref) == 2 and isinstance(ref[0], str):
+            return self.lookup(ref[0], ref[1])
+        elif isinstance(ref, dict) and set(ref) == {"eid"}:
+            from fgraph.identity import check_event_uuid, uuid_to_gid
+            found = self.cat.id_by_gid(uuid_to_gid(check_event_uuid(ref["eid"], "eid")))
+            if found is not None:
+                return found
+        else:
+            raise ValueTypeError(f"selector {ref!r} is not valid", "use a name, an id, a lookup or an eid")
+        raise NotFound(f"entity {ref!r} was not found", "check the name or id (reads never create entities)")
+
+    def lookup(self, attr: str, raw):
+        a = self.cat.id_by_name(attr)
+        if a is None:
+            raise NotFound(f"attribute {attr!r} was not found", "check the attribute name")
+        if self.one_value(a, A_UNIQUE) != 1:
+            raise SchemaError(f"attribute {attr!r} is not unique", "look up by a unique attribute")
+        wire = values.from_wire(raw)
+        if isinstance(wire, RefWire):
+            wire = values.Value(0, self.resolve(wire.selector), None)
+        row = self.conn.execute(f"SELECT e FROM fgraph_facts WHERE a = ? AND t = ? AND v = ? AND {self.visible()}",
+                                (a, wire.t, wire.v)).fetchone()
+        if row is None:
+            raise NotFound(f"no entity has {attr} = {raw!r}", "check the value")
+        return row[0]
+
+    def attribute(self, attr) -> int:
+        a = self.cat.id_by_name(attr) if isinstance(attr, str) else None
+        if a is None:
+            raise NotFound(f"attribute {attr!r} was not found", "check the attribute name")
+        return a
+
+    def one_value(self, e: int, a: int):
+        row = self.conn.execute(f"SELECT v FROM fgraph_facts WHERE e = ? AND a = ? AND {self.visible()} "
+                                "ORDER BY id DESC LIMIT 1", (e, a)).fetchone()
+        return row[0] if row else None
+
+    def is_many(self, a: int, cache: dict) -> bool:
+        if a not in cache:
+            cache[a] = self.one_value(a, A_MANY) == 1
+        return cache[a]
+
+    # -- entity -----------------------------------------------------------------
+    def entity(self, ref, depth: int = 1) -> dict:
+        return self._entity(self.resolve(ref), depth, (), {})
+
+    def _entity(self, e: int, depth: int, path: tuple, many: dict) -> dict:
+        out: dict = {}
+        rows = self.conn.execute(f"SELECT a, v, t FROM fgraph_facts WHERE e = ? AND {self.visible()} ORDER BY id",
+                                 (e,)).fetchall()
+        for a, v, t in rows:
+            if t == values.TAG_REF and depth >= 2 and v not in path and v != e:
+                rendered = self._entity(v, depth - 1, path + (e,), many)
+            else:
+                rendered = self.value(v, t)
+            name = self.cat.name_of(a)
+            if self.is_many(a, many):
+                out.setdefault(name, []).append(rendered)
+            else:
+                out[name] = rendered
+        return out
+
+    # -- history and why ----------------------------------------------------------
+    def _tx_meta(self, tx: int, cache: dict) -> dict:
+        if tx not in cache:
+            meta = {"at": self.cat.tx_at(tx)}
+            for key, a in (("by", A_BY), ("source", A_SOURCE)):
+                row = self.conn.execute("SELECT v FROM fgraph_facts WHERE e = ? AND a = ? AND tx = ?",
+                                        (tx, a, tx)).fetchone()
+                if row is not None:
+                    meta[key] = row[0]
+            cache[tx] = meta
+        return cache[tx]
+
+    def history(self, ref, attr=None) -> list:
+        e = self.resolve(ref)
+        sql = f"SELECT id, e, a, v, t, tx, rx FROM fgraph_facts WHERE e = ? AND tx <= {self.basis}"
+        args: tuple = (e,)
+        if attr is not None:
+            sql += " AND a = ?"
+            args += (self.attribute(attr),)
+        out, cache = [], {}
+        for row in self.conn.execute(sql + " ORDER BY id", args).fetchall():
+            fact = self.fact(*row)
+            fact.update(self._tx_meta(row[5], cache))
+            if fact["rx"] is not None:
+                for key, val in self._tx_meta(fact["rx"], cache).items():
+                    fact["rx_" + key] = val
+            out.append(fact)
+        return out
+
+    def why(self, ref, attr=None) -> list:
+        e = self.resolve(ref)
+        sql = f"SELECT id, e, a, v, t, tx, rx FROM fgraph_facts WHERE e = ? AND {self.visible()}"
+        args: tuple = (e,)
+        if attr is not None:
+            sql += " AND a = ?"
+            args += (self.attribute(attr),)
+        out, cache = [], {}
+        for row in self.conn.execute(sql + " ORDER BY a, id", args).fetchall():
+            fact = self.fact(*row)
+            if row[5] not in cache:
+                cache[row[5]] = self._entity(row[5], 1, (), {})
+            fact["provenance"] = cache[row[5]]
+            out.append(fact)
+        return out
+
+    # -- time -----------------------------------------------------------------------
+    def resolve_time(self, value) -> int:
+        """A transaction id, an instant in µs, or an RFC 3339 string ⇒ a transaction (09 §5)."""
+        if isinstance(value, bool):
+            raise ValueTypeError(f"time {value!r} is not valid", "pass a transaction id, microseconds or RFC 3339")
+        if isinstance(value, int):
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise ValueTypeError(f"time {value} is outside the signed 64-bit range", "pass a transaction id")
+            if value >= 64 and self.cat.is_transaction(value):
+                return value
+            if not INSTANT_MIN <= value <= INSTANT_MAX:
+                raise ValueTypeError(f"{value} is neither a transaction nor an instant in the domain",
+                                     "pass a transaction id or microseconds between years 1 and 9999")
+            instant = value
+        elif isinstance(value, str):
+            if re.fullmatch(r"[0-9]+", value):
+                return self.resolve_time(int(value))
+            instant = values.parse_instant(value)
+        else:
+            raise ValueTypeError(f"time {value!r} is not valid", "pass a transaction id, microseconds or RFC 3339")
+        tx = self.cat.tx_for_instant(instant, self.basis)
+        if tx is None:
+            raise NotFound(f"{value!r} is before the first transaction",
+                           "pass a transaction id or a time after the database was created")
+        return tx
+
+    def diff(self, t1, t2) -> dict:
+        lo, hi = self.resolve_time(t1), self.resolve_time(t2)
+        cols = "id, e, a, v, t, tx, rx"
+        asserted = self.conn.execute(f"SELECT {cols} FROM fgraph_facts WHERE tx > ? AND tx <= ? ORDER BY id",
+                                     (lo, hi)).fetchall()
+        retracted = self.conn.execute(
+            f"SELECT {cols} FROM fgraph_facts WHERE rx > ? AND rx <= ? ORDER BY id", (lo, hi)).fetchall()
+        return {"asserted": [self.fact(*r) for r in asserted], "retracted": [self.fact(*r) for r in retracted]}
+
+    # -- receipts and stats -------------------------------------------------------------
+    def receipt(self, tx) -> dict:
+        if isinstance(tx, bool) or not isinstance(tx, int):
+            raise ValueTypeError(f"transaction {tx!r} is not an integer", "pass a transaction id")
+        if not (64 <= tx <= self.basis and self.cat.is_transaction(tx)):
+            raise NotFound(f"transaction {tx} was not found", "use a transaction id returned by transact()")
+        event_hash, _, operation_id, req_hash = self.cat.event_row(tx)
+        out = {"read_basis_tx": self.basis, "basis_tx": self.cat.tx_before(tx) if tx > 64 else 64, "tx": tx,
+               "event": gid_to_uuid(self.cat.gid_of(tx)), "event_hash": "sha256:" + event_hash.hex(),
+               "operation_id": operation_id,
+               "request_hash": "sha256:" + req_hash.hex() if req_hash is not None else None, "facts": []}
+        rows = self.conn.execute("SELECT id, e, a, v, t, tx, rx FROM fgraph_facts WHERE e = ? AND tx = ? ORDER BY id",
+                                 (tx, tx)).fetchall()
+        for row in rows:
+            a, v, t = row[2], row[3], row[4]
+            if a == A_AT:
+                out["at"] = v
+            elif a == A_BY:
+                out["by"] = self.value(v, t)
+            elif a == A_SOURCE:
+                out["source"] = self.value(v, t)
+            elif a == A_META:
+                out["meta"] = self.value(v, t)["json"]
+            elif a == A_IMPORTED_AT:
+                out["imported_at"] = v
+            else:
+                out["facts"].append(self.fact(*row))
+        return out
+
+    def stats(self) -> dict:
+        q = self.conn.execute
+        b = self.basis
+        ids = q("SELECT count(*) FROM fgraph_ids WHERE created_tx <= ?", (b,)).fetchone()[0]
+        transactions = q("SELECT count(*) FROM fgraph_events WHERE tx <= ?", (b,)).fetchone()[0]
+        attributes = sum(1 for (name,) in q("SELECT name FROM fgraph_ids WHERE created_tx <= ? AND name GLOB '*/*'",
+                                            (b,)) if ATTRIBUTE_RE.match(name))
+        return {
+            "application_id": 1718055521, "format_version": 2,
+            "attributes": attributes,
+            "blobs": q("SELECT count(DISTINCT v) FROM fgraph_facts WHERE t IN (7, 8, 9) AND tx <= ?", (b,)).fetchone()[0],
+            "entities": ids - transactions,
+            "facts": q("SELECT count(*) FROM fgraph_facts WHERE tx <= ?", (b,)).fetchone()[0],
+            "live_facts": q(f"SELECT count(*) FROM fgraph_facts WHERE {self.visible()}").fetchone()[0],
+            "size": os.path.getsize(self.path) if self.path != ":memory:" and os.path.exists(self.path) else 0,
+            "transactions": transactions,
+        }

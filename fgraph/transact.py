@@ -1,0 +1,301 @@
+"""Committing a request: idempotency, planning, rows per commit, event and report (spec 03 §8–§12)."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from typing import Callable
+
+import apsw
+
+from fgraph import values
+from fgraph.canonical import dumps
+from fgraph.catalog import Catalog
+from fgraph.errors import Conflict, SchemaError, TooLarge, ValueTypeError
+from fgraph.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
+from fgraph.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
+from fgraph.plan import NewIdent, Planner
+from fgraph.values import Value
+
+UNSET = object()
+MAX_EVENT_BYTES = 8 * 1048576 + 65536
+FORBIDDEN_TX_KEYS = ("id", "fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta")
+FTS_TAGS = (values.TAG_TEXT, values.TAG_LONG_TEXT)
+
+
+def check_operation_id(operation_id) -> None:
+    if operation_id is None:
+        return
+    if not isinstance(operation_id, str):
+        raise ValueTypeError(f"operation_id {operation_id!r} is not a string", "use a short text key")
+    size = len(operation_id.encode("utf-8", "surrogatepass"))
+    if not 1 <= size <= 512 or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in operation_id):
+        raise ValueTypeError(f"invalid operation_id {operation_id!r}",
+                             "use 1-512 UTF-8 bytes without control characters")
+
+
+def check_if_basis_tx(if_basis_tx) -> None:
+    if if_basis_tx is None:
+        return
+    if isinstance(if_basis_tx, bool) or not isinstance(if_basis_tx, int) or if_basis_tx < 64 \
+            or if_basis_tx > 2**63 - 1:
+        raise ValueTypeError(f"if_basis_tx {if_basis_tx!r} must be a transaction id (an integer >= 64)",
+                             "pass the basis_tx of your last read")
+
+
+def begin_immediate(conn: apsw.Connection) -> None:
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except (apsw.BusyError, apsw.LockedError):
+        raise Conflict("the database is locked by another writer",
+                       "retry in a moment; only one process can write at a time") from None
+
+
+def noop_report(basis: int) -> dict:
+    return {"asserted": [], "at": None, "basis_tx": basis, "event": None, "ids": {}, "retracted": [],
+            "status": "noop", "tx": None}
+
+
+def already_applied_report(cat: Catalog, tx: int) -> dict:
+    return {"asserted": [], "at": cat.tx_at(tx), "basis_tx": cat.tx_before(tx), "event": gid_to_uuid(cat.gid_of(tx)),
+            "ids": {}, "retracted": [], "status": "already_applied", "tx": tx}
+
+
+class Request:
+    """One write: the data plus the options of 03 §1, validated."""
+
+    def __init__(self, data, *, source=None, by=None, meta=UNSET, tx=None, operation_id=None,
+                 if_basis_tx=None, hash_envelope=None):
+        check_operation_id(operation_id)
+        check_if_basis_tx(if_basis_tx)
+        for label, text in (("by", by), ("source", source)):
+            if text is not None and not isinstance(text, str):
+                raise ValueTypeError(f"{label} must be text, not {type(text).__name__}", f"pass {label} as a string")
+        if tx is not None:
+            if not isinstance(tx, dict):
+                raise ValueTypeError("the tx option must be a map of attribute to value", 'pass {"audit/tag": "x"}')
+            for key in FORBIDDEN_TX_KEYS:
+                if key in tx:
+                    raise SchemaError(f"the tx option cannot set {key!r}",
+                                      "fgraph/at is automatic; pass by, source and meta as options")
+        self.data, self.source, self.by, self.meta, self.tx = data, source, by, meta, tx
+        self.operation_id, self.if_basis_tx = operation_id, if_basis_tx
+        self.hash_envelope = hash_envelope
+
+    def options(self) -> dict:
+        out = {}
+        if self.by is not None:
+            out["by"] = self.by
+        if self.meta is not UNSET:
+            out["meta"] = self.meta
+        if self.source is not None:
+            out["source"] = self.source
+        if self.tx is not None:
+            out["tx"] = self.tx
+        return out
+
+    def request_hash(self) -> bytes | None:
+        if self.operation_id is None:
+            return None
+        envelope = self.hash_envelope if self.hash_envelope is not None else \
+            {"data": self.data, "options": self.options()}
+        return hashlib.sha256(dumps(envelope).encode("utf-8")).digest()
+
+    def has_metadata(self) -> bool:
+        return self.by is not None or self.source is not None or self.meta is not UNSET
+
+
+def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int],
+             event_factory: Callable[[int], str]) -> dict:
+    """Run one request in its own BEGIN IMMEDIATE … COMMIT and return its report."""
+    req_hash = request.request_hash()
+    begin_immediate(conn)
+    try:
+        report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory)
+        conn.execute("COMMIT" if report["status"] == "applied" else "ROLLBACK")
+        return report
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+
+
+def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory,
+                       planner_hook=None, event_uuid: str | None = None, imported_at: int | None = None,
+                       event_override: dict | None = None) -> dict:
+    """Plan and write inside an open write transaction (shared with apply)."""
+    cat = Catalog(conn)
+    latest = cat.latest_tx()
+    if request.operation_id is not None:
+        found = cat.operation(request.operation_id)
+        if found is not None:
+            if found[1] != req_hash:
+                raise Conflict(f"operation_id {request.operation_id!r} was already used for another request",
+                               "use a new operation_id for a different request")
+            return already_applied_report(cat, found[0])
+    if request.if_basis_tx is not None and request.if_basis_tx != latest:
+        raise Conflict(f"if_basis_tx {request.if_basis_tx} is stale: the latest transaction is {latest}",
+                       "re-read and retry against the new basis")
+    planner = Planner(cat)
+    if planner_hook is not None:
+        planner_hook(planner)
+    planner.plan_data(request.data)
+    if request.tx:
+        planner.plan_tx_facts(request.tx)
+    delta = planner.finish()
+    if not (delta.asserted or delta.retracted or delta.new or request.has_metadata()
+            or request.operation_id is not None or event_override is not None):
+        return noop_report(latest)
+    return Commit(conn, cat, planner, delta, latest).write(
+        request, req_hash, clock=clock, event_factory=event_factory, event_uuid=event_uuid,
+        imported_at=imported_at, event_override=event_override)
+
+
+class Commit:
+    """Writes one planned transaction's rows in the order of 03 §9."""
+
+    def __init__(self, conn, cat: Catalog, planner: Planner, delta, latest: int):
+        self.conn, self.cat, self.planner, self.delta, self.latest = conn, cat, planner, delta, latest
+
+    def resolve(self, handle) -> int:
+        return handle.id if isinstance(handle, NewIdent) else handle
+
+    def local_ref(self, ident: int):
+        new = self.new_by_id.get(ident)
+        name = self.cat.name_of(ident) if new is None else (new.key if new.kind == "name" else None)
+        return name if name is not None else ident
+
+    def portable_ref(self, ident: int):
+        if ident in self.new_by_id:
+            new = self.new_by_id[ident]
+            return new.key if new.kind == "name" else {"eid": gid_to_uuid(new.gid)}
+        name = self.cat.name_of(ident)
+        return name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
+
+    def write(self, request: Request, req_hash, *, clock, event_factory, event_uuid, imported_at,
+              event_override) -> dict:
+        planner, delta = self.planner, self.delta
+        first = self.cat.next_id()
+        for offset, ident in enumerate(delta.new):
+            ident.id = first + offset
+        tx = planner.tx
+        tx.id = first + len(delta.new)
+        if tx.id > 2**63 - 1:
+            raise TooLarge("the identity allocator is exhausted", "no more ids can be allocated in this file")
+        event = event_uuid or event_factory(tx.id)
+        tx.gid = uuid_to_gid(event)
+        if self.cat.id_by_gid(tx.gid) is not None:
+            raise Conflict(f"event UUID {event} is already used by another identity",
+                           "retry; every transaction needs a fresh event UUID")
+        for ident in delta.new:
+            if ident.kind != "name" and ident.gid is None:
+                ident.gid = anonymous_eid(event, ident.id - first)
+        self.new_by_id = {ident.id: ident for ident in delta.new}
+        self.new_by_id[tx.id] = tx
+        at = transaction_time(read_clock(clock), self.cat.tx_at(self.latest))
+
+        asserted_rows = [self.insert_fact(tx.id, A_AT, Value(values.TAG_INSTANT, at, None), tx.id)]
+        if request.by is not None:
+            asserted_rows.append(self.insert_fact(tx.id, A_BY, values.from_wire(request.by), tx.id))
+        if request.source is not None:
+            asserted_rows.append(self.insert_fact(tx.id, A_SOURCE, values.from_wire(request.source), tx.id))
+        if request.meta is not UNSET:
+            asserted_rows.append(self.insert_fact(tx.id, A_META, values.from_wire({"json": request.meta}), tx.id))
+        event_asserted, tx_facts = [], []
+        for e, a, value in delta.asserted:
+            e_id, a_id = self.resolve(e), self.resolve(a)
+            if value.t == 0:
+                value = Value(0, self.resolve(value.v), None)
+            asserted_rows.append(self.insert_fact(e_id, a_id, value, tx.id))
+            tag = values.logical_name(value.t)
+            rendered = self.render(value, self.portable_ref)
+            if e is tx:
+                tx_facts.append([self.portable_ref(a_id), rendered, tag])
+            else:
+                event_asserted.append([self.portable_ref(e_id), self.portable_ref(a_id), rendered, tag])
+        if imported_at is not None:
+            asserted_rows.append(self.insert_fact(tx.id, A_IMPORTED_AT, Value(values.TAG_INSTANT, imported_at, None),
+                                                  tx.id))
+        retracted_rows, event_retracted = [], []
+        for e, a, value, fact_id in delta.retracted:
+            value = Value(value.t, value.v, self.cat.blob(value.v) if value.t in values.INDIRECT_TAGS else None)
+            event_retracted.append([self.portable_ref(e), self.portable_ref(a), self.render(value, self.portable_ref),
+                                    values.logical_name(value.t)])
+            fact_tx = self.conn.execute("SELECT tx FROM fgraph_facts WHERE id = ?", (fact_id,)).fetchone()[0]
+            retracted_rows.append((fact_id, e, a, value, fact_tx))
+        self.retract_rows(retracted_rows, tx.id)
+        self.conn.executemany(
+            "INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, ?, ?, ?)",
+            [(i.id, i.key if i.kind == "name" else None, None if i.kind == "name" else i.gid, tx.id)
+             for i in delta.new + [tx]])
+        if event_override is not None:
+            document = event_override
+        else:
+            document = {"asserted": event_asserted, "at": at,
+                        "created": [self.portable_ref(i.id) for i in delta.new],
+                        "event": event, "fgraph": "event/1", "retracted": event_retracted}
+            if request.by is not None:
+                document["by"] = request.by
+            if request.meta is not UNSET:
+                document["meta"] = request.meta
+            if request.source is not None:
+                document["source"] = request.source
+            if tx_facts:
+                document["tx_facts"] = tx_facts
+        text = dumps(document)
+        encoded = text.encode("utf-8")
+        if len(encoded) > MAX_EVENT_BYTES:
+            raise TooLarge(f"the transaction's event is {len(encoded)} bytes, over the {MAX_EVENT_BYTES}-byte cap",
+                           "split the write into smaller transactions")
+        self.conn.execute(
+            "INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) VALUES (?, ?, ?, ?, ?)",
+            (tx.id, hashlib.sha256(encoded).digest(), text, request.operation_id, req_hash))
+        self.conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'next_id'", (tx.id + 1,))
+        ids = {i.key: i.id for i in delta.new if i.kind == "name" and "/" not in i.key}
+        ids.update({i.key: i.id for i in delta.new if i.kind == "tmp"})
+        return {
+            "asserted": [self.rendered_fact(fid, e, a, v, tx.id, None) for fid, e, a, v in asserted_rows],
+            "at": at, "basis_tx": self.latest, "event": event, "ids": ids,
+            "retracted": [self.rendered_fact(fid, e, a, v, ftx, tx.id) for fid, e, a, v, ftx in retracted_rows],
+            "status": "applied", "tx": tx.id,
+        }
+
+    @staticmethod
+    def render(value: Value, ref):
+        return values.render(value.t, value.v, value.blob, ref)
+
+    def insert_fact(self, e: int, a: int, value: Value, tx: int):
+        conn = self.conn
+        if value.t in values.INDIRECT_TAGS and value.blob is not None:
+            conn.execute("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)", (value.v, value.blob))
+        conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, ?, ?, NULL)",
+                     (e, a, value.v, value.t, tx))
+        fact_id = conn.last_insert_rowid()
+        if value.t in FTS_TAGS:
+            text = value.v if value.t == values.TAG_TEXT else value.blob
+            conn.execute("INSERT INTO fgraph_fts (rowid, text) VALUES (?, ?)", (fact_id, text))
+        return fact_id, e, a, value
+
+    def retract_rows(self, rows, tx: int) -> None:
+        conn = self.conn
+        nohistory = {}
+        freed = set()
+        for fact_id, e, a, value, _ in rows:
+            if a not in nohistory:
+                nohistory[a] = self.planner.nohistory(a)
+            if nohistory[a]:
+                conn.execute("DELETE FROM fgraph_facts WHERE id = ?", (fact_id,))
+                if value.t in values.INDIRECT_TAGS:
+                    freed.add(value.v)
+            else:
+                conn.execute("UPDATE fgraph_facts SET rx = ? WHERE id = ?", (tx, fact_id))
+            if value.t in FTS_TAGS:
+                conn.execute("DELETE FROM fgraph_fts WHERE rowid = ?", (fact_id,))
+        for key in freed:
+            conn.execute("DELETE FROM fgraph_blobs WHERE hash = ? AND NOT EXISTS "
+                         "(SELECT 1 FROM fgraph_facts WHERE v = ? AND t IN (7, 8, 9))", (key, key))
+
+    def rendered_fact(self, fact_id, e, a, value, tx, rx) -> dict:
+        return {"a": self.cat.name_of(a) if a not in self.new_by_id else self.new_by_id[a].key,
+                "e": self.local_ref(e), "id": fact_id, "rx": rx, "tx": tx,
+                "v": self.render(value, self.local_ref)}
