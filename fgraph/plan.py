@@ -361,6 +361,8 @@ class Planner:
             if values.is_entity_map(op[3]) or isinstance(op[3], list):
                 raise ValueTypeError("retract takes one plain value", "pass the value to retract")
             value = self.plain_value(op[3], allocate=False)
+            if value is None:
+                raise NotFound(f"ref target {op[3]['ref']!r} was not found", "retract a value that exists")
         if e is None or (len(op) >= 3 and a is None) or (len(op) == 4 and value is None):
             return
         if len(op) == 2:
