@@ -7,9 +7,9 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 from __future__ import annotations
 
 from fgraph import connection, reads, transact as _transact
-from fgraph.errors import ReadOnly, SchemaError, Unsupported
+from fgraph.errors import ReadOnly, SchemaError
 from fgraph.identity import event_factory_from_env, make_clock
-from fgraph.plan import check_attribute_name
+from fgraph.plan import SchemaCache, check_attribute_name
 from fgraph.transact import UNSET, Request
 
 DEFAULT_PATH = "fgraph.db"
@@ -33,6 +33,7 @@ class Db:
         self._clock = clock
         self._event_factory = event_factory
         self._owns_connection = basis is None
+        self._schema_cache = SchemaCache()
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -62,7 +63,8 @@ class Db:
         self._writable()
         request = Request(data, source=source, by=by, meta=meta, tx=tx, operation_id=operation_id,
                           if_basis_tx=if_basis_tx)
-        return _transact.transact(self.connection, request, clock=self._clock, event_factory=self._event_factory)
+        return _transact.transact(self.connection, request, clock=self._clock, event_factory=self._event_factory,
+                                  schema_cache=self._schema_cache)
 
     add = transact
 

@@ -71,9 +71,32 @@ def check_attribute_name(name: object) -> str:
     return name
 
 
+class SchemaCache:
+    """Live schema facts of attributes, kept across transactions of one connection.
+
+    Valid while no other connection has committed (``PRAGMA data_version``) and no
+    write of ours touched a schema attribute; callers clear it after such writes
+    and after any rollback.
+    """
+
+    def __init__(self):
+        self.rows: dict[tuple, dict] = {}
+        self.version = None
+
+    def validate(self, conn) -> None:
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self.version:
+            self.rows.clear()
+            self.version = version
+
+    def clear(self) -> None:
+        self.rows.clear()
+
+
 class Planner:
-    def __init__(self, catalog: Catalog, eid_overrides: dict | None = None):
+    def __init__(self, catalog: Catalog, eid_overrides: dict | None = None, schema_cache: SchemaCache | None = None):
         self.cat = catalog
+        self.schema_cache = schema_cache if schema_cache is not None else SchemaCache()
         self.slots: dict[tuple, Slot] = {}
         self.new: list[NewIdent] = []
         self.names: dict[str, NewIdent] = {}
@@ -176,8 +199,14 @@ class Planner:
         if found is None:
             live = {}
             if isinstance(e, int) and isinstance(a, int):
-                for fact_id, v, t in self.cat.live_values(e, a):
-                    live[(t, v)] = fact_id
+                cached = self.schema_cache.rows.get(key) if a in SCHEMA_ATTRS else None
+                if cached is not None:
+                    live = dict(cached)
+                else:
+                    for fact_id, v, t in self.cat.live_values(e, a):
+                        live[(t, v)] = fact_id
+                    if a in SCHEMA_ATTRS:
+                        self.schema_cache.rows[key] = dict(live)
             found = self.slots[key] = Slot(e, a, live)
             for k in live:
                 found.present[k] = (Value(k[0], k[1], None), -1)
@@ -440,6 +469,7 @@ class Planner:
         """Check the final state, drop unused placeholders, and return the delta."""
         changed_schema = {slot.e for slot in self.slots.values()
                           if slot.a in SCHEMA_ATTRS and self._changed(slot)}
+        self.schema_changed = bool(changed_schema)
         for a in changed_schema:
             self.check_declaration(a)
         for slot in list(self.slots.values()):

@@ -14,7 +14,7 @@ from fgraph.catalog import Catalog
 from fgraph.errors import Conflict, SchemaError, TooLarge, ValueTypeError
 from fgraph.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
-from fgraph.plan import NewIdent, Planner
+from fgraph.plan import NewIdent, Planner, SchemaCache
 from fgraph.values import Value
 
 UNSET = object()
@@ -106,21 +106,25 @@ class Request:
 
 
 def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int],
-             event_factory: Callable[[int], str]) -> dict:
+             event_factory: Callable[[int], str], schema_cache: SchemaCache | None = None) -> dict:
     """Run one request in its own BEGIN IMMEDIATE … COMMIT and return its report."""
     req_hash = request.request_hash()
+    schema_cache = schema_cache if schema_cache is not None else SchemaCache()
     begin_immediate(conn)
     try:
-        report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory)
+        schema_cache.validate(conn)
+        report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory,
+                                    schema_cache=schema_cache)
         conn.execute("COMMIT" if report["status"] == "applied" else "ROLLBACK")
         return report
     except BaseException:
+        schema_cache.clear()
         if not conn.getautocommit():
             conn.execute("ROLLBACK")
         raise
 
 
-def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory,
+def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,
                        planner_hook=None, event_uuid: str | None = None, imported_at: int | None = None,
                        event_override: dict | None = None) -> dict:
     """Plan and write inside an open write transaction (shared with apply)."""
@@ -136,13 +140,15 @@ def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory
     if request.if_basis_tx is not None and request.if_basis_tx != latest:
         raise Conflict(f"if_basis_tx {request.if_basis_tx} is stale: the latest transaction is {latest}",
                        "re-read and retry against the new basis")
-    planner = Planner(cat)
+    planner = Planner(cat, schema_cache=schema_cache)
     if planner_hook is not None:
         planner_hook(planner)
     planner.plan_data(request.data)
     if request.tx:
         planner.plan_tx_facts(request.tx)
     delta = planner.finish()
+    if planner.schema_changed:
+        schema_cache.clear()
     if not (delta.asserted or delta.retracted or delta.new or request.has_metadata()
             or request.operation_id is not None or event_override is not None):
         return noop_report(latest)
