@@ -71,12 +71,14 @@ class Catalog:
     def tx_at(self, tx: int) -> int | None:
         """The transaction's own fgraph/at (its self-receipt)."""
         row = self.conn.execute(
-            "SELECT v FROM fgraph_facts WHERE e = ? AND a = ? AND tx = ?", (tx, A_AT, tx)).fetchone()
+            "SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
+            (tx, A_AT, tx)).fetchone()
         return row[0] if row else None
 
     def imported_at(self, tx: int) -> int | None:
         row = self.conn.execute(
-            "SELECT v FROM fgraph_facts WHERE e = ? AND a = ? AND tx = ?", (tx, A_IMPORTED_AT, tx)).fetchone()
+            "SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
+            (tx, A_IMPORTED_AT, tx)).fetchone()
         return row[0] if row else None
 
     def tx_for_instant(self, instant: int, basis: int | None = None) -> int | None:
@@ -104,9 +106,14 @@ class Catalog:
 
     # -- facts ------------------------------------------------------------
     def live_values(self, e: int, a: int) -> list[tuple[int, object, int]]:
-        """(fact id, v, t) of the live facts of (e, a), in fact-id order."""
+        """(fact id, v, t) of the live facts of (e, a), in fact-id order.
+
+        Without statistics SQLite would pick the (a, …) index and scan every fact of
+        the attribute; the live (e, a, v, t) index keeps this proportional to the answer.
+        """
         return self.conn.execute(
-            "SELECT id, v, t FROM fgraph_facts WHERE e = ? AND a = ? AND rx IS NULL ORDER BY id",
+            "SELECT id, v, t FROM fgraph_facts INDEXED BY fgraph_eavt WHERE e = ? AND a = ? AND rx IS NULL"
+            " ORDER BY id",
             (e, a)).fetchall()
 
     def live_attributes(self, e: int) -> list[int]:

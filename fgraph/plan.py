@@ -107,6 +107,8 @@ class Planner:
         self.tx = NewIdent("tx", None)
         self.cas_slots: set[tuple] = set()
         self.item = 0
+        self.dirty: dict[int, Slot] = {}        # slots whose working values changed
+        self._schemas: dict[int, dict] = {}     # id(attribute handle) -> schema, until a schema fact moves
 
     # -- identities -----------------------------------------------------------
     def _allocate(self, kind: str, key: str | None) -> NewIdent:
@@ -217,9 +219,18 @@ class Planner:
         return next(iter(present.values()))[0].v if present else None
 
     def schema(self, a) -> dict:
-        return {"type": self._one(a, A_TYPE), "many": self._one(a, A_MANY) == 1,
+        found = self._schemas.get(id(a))
+        if found is None:
+            found = self._schemas[id(a)] = {
+                "type": self._one(a, A_TYPE), "many": self._one(a, A_MANY) == 1,
                 "unique": self._one(a, A_UNIQUE) == 1, "nohistory": self._one(a, A_NOHISTORY),
                 "dims": self._one(a, A_DIMS)}
+        return found
+
+    def _touched(self, slot: Slot) -> None:
+        self.dirty[id(slot)] = slot
+        if slot.a in SCHEMA_ATTRS:
+            self._schemas.pop(id(slot.e), None)
 
     def nohistory(self, a) -> bool:
         s = self.schema(a)
@@ -278,12 +289,14 @@ class Planner:
             for k in others:
                 self.remove(slot, k)
         slot.present[key] = (value, next(self.seq))
+        self._touched(slot)
         self.owners.setdefault((a, key), []).append(e)
 
     def remove(self, slot: Slot, key) -> None:
         slot.items.add(self.item)
         if key in slot.present:
             del slot.present[key]
+            self._touched(slot)
             if key in slot.live:
                 slot.removed[key] = next(self.seq)
 
@@ -467,17 +480,16 @@ class Planner:
     # -- final state ------------------------------------------------------------
     def finish(self) -> "Delta":
         """Check the final state, drop unused placeholders, and return the delta."""
-        changed_schema = {slot.e for slot in self.slots.values()
-                          if slot.a in SCHEMA_ATTRS and self._changed(slot)}
+        changed = [slot for slot in self.dirty.values() if self._changed(slot)]
+        changed_schema = {id(slot.e): slot.e for slot in changed if slot.a in SCHEMA_ATTRS}
         self.schema_changed = bool(changed_schema)
-        for a in changed_schema:
+        for a in changed_schema.values():
             self.check_declaration(a)
-        for slot in list(self.slots.values()):
-            if self._changed(slot):
-                self.check_slot(slot)
+        for slot in changed:
+            self.check_slot(slot)
         self.check_shapes()
         asserted, retracted = [], []
-        for slot in self.slots.values():
+        for slot in changed:
             for key, (value, seq) in slot.present.items():
                 if key not in slot.live:
                     asserted.append((seq, slot.e, slot.a, value))
@@ -570,7 +582,7 @@ class Planner:
         if not self.cat.has_live_attribute(A_SHAPE) and not any(
                 slot.a == A_SHAPE and slot.present for slot in self.slots.values()):
             return
-        touched = {id(slot.e): slot.e for slot in self.slots.values() if self._changed(slot)}
+        touched = {id(slot.e): slot.e for slot in self.dirty.values() if self._changed(slot)}
         for e in touched.values():
             for key in self.slot(e, A_SHAPE).present:
                 self.check_shape(e, key[1])

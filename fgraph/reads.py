@@ -87,7 +87,7 @@ class Reader:
         return a
 
     def one_value(self, e: int, a: int):
-        row = self.conn.execute(f"SELECT v FROM fgraph_facts WHERE e = ? AND a = ? AND {self.visible()} "
+        row = self.conn.execute(f"SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND {self.visible()} "
                                 "ORDER BY id DESC LIMIT 1", (e, a)).fetchone()
         return row[0] if row else None
 
@@ -102,7 +102,8 @@ class Reader:
 
     def _entity(self, e: int, depth: int, path: tuple, many: dict) -> dict:
         out: dict = {}
-        rows = self.conn.execute(f"SELECT a, v, t FROM fgraph_facts WHERE e = ? AND {self.visible()} ORDER BY id",
+        rows = self.conn.execute(f"SELECT a, v, t FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND {self.visible()} "
+                                 "ORDER BY id",
                                  (e,)).fetchall()
         for a, v, t in rows:
             if t == values.TAG_REF and depth >= 2 and v not in path and v != e:
@@ -121,7 +122,7 @@ class Reader:
         if tx not in cache:
             meta = {"at": self.cat.tx_at(tx)}
             for key, a in (("by", A_BY), ("source", A_SOURCE)):
-                row = self.conn.execute("SELECT v FROM fgraph_facts WHERE e = ? AND a = ? AND tx = ?",
+                row = self.conn.execute("SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
                                         (tx, a, tx)).fetchone()
                 if row is not None:
                     meta[key] = row[0]
@@ -207,7 +208,8 @@ class Reader:
                "event": gid_to_uuid(self.cat.gid_of(tx)), "event_hash": "sha256:" + event_hash.hex(),
                "operation_id": operation_id,
                "request_hash": "sha256:" + req_hash.hex() if req_hash is not None else None, "facts": []}
-        rows = self.conn.execute("SELECT id, e, a, v, t, tx, rx FROM fgraph_facts WHERE e = ? AND tx = ? ORDER BY id",
+        rows = self.conn.execute("SELECT id, e, a, v, t, tx, rx FROM fgraph_facts INDEXED BY fgraph_hist "
+                                 "WHERE e = ? AND tx = ? ORDER BY id",
                                  (tx, tx)).fetchall()
         for row in rows:
             a, v, t = row[2], row[3], row[4]

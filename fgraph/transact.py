@@ -298,8 +298,10 @@ class Commit:
             if value.t in FTS_TAGS:
                 conn.execute("DELETE FROM fgraph_fts WHERE rowid = ?", (fact_id,))
         for key in freed:
-            conn.execute("DELETE FROM fgraph_blobs WHERE hash = ? AND NOT EXISTS "
-                         "(SELECT 1 FROM fgraph_facts WHERE v = ? AND t IN (7, 8, 9))", (key, key))
+            # No index leads with v for indirect tags; seek (a, t, v) once per attribute name instead.
+            conn.execute("DELETE FROM fgraph_blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM fgraph_facts "
+                         "WHERE a IN (SELECT id FROM fgraph_ids WHERE name GLOB '*/*') AND t IN (7, 8, 9) AND v = ?)",
+                         (key, key))
 
     def rendered_fact(self, fact_id, e, a, value, tx, rx) -> dict:
         return {"a": self.cat.name_of(a) if a not in self.new_by_id else self.new_by_id[a].key,
