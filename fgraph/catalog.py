@@ -11,49 +11,83 @@ import apsw
 from fgraph.genesis import A_AT, A_IMPORTED_AT
 
 
+class IdentityCache:
+    """Registry rows already read on one connection.
+
+    Registry rows are permanent (never updated, never deleted), so a row once seen
+    committed stays true; ``clear()`` after a rollback drops rows that were only
+    visible inside the failed transaction.
+    """
+
+    def __init__(self):
+        self.by_name: dict[str, int] = {}
+        self.rows: dict[int, tuple] = {}      # id -> (name, gid, created_tx)
+        self.transactions: set[int] = set()
+
+    def clear(self) -> None:
+        self.by_name.clear()
+        self.rows.clear()
+        self.transactions.clear()
+
+
 class Catalog:
     """Lookups over one connection; ``basis`` limits what a historical view sees."""
 
-    def __init__(self, conn: apsw.Connection, basis: int | None = None):
+    def __init__(self, conn: apsw.Connection, basis: int | None = None, cache: IdentityCache | None = None):
         self.conn = conn
         self.basis = basis
-        self._names: dict[int, str | None] = {}
-        self._gids: dict[int, bytes | None] = {}
+        self.cache = cache if cache is not None else IdentityCache()
+
+    def _visible(self, row) -> bool:
+        return row is not None and (self.basis is None or row[2] <= self.basis)
 
     # -- identities -------------------------------------------------------
+    def identity(self, ident: int) -> tuple[str | None, bytes | None, int] | None:
+        row = self.cache.rows.get(ident)
+        if row is None:
+            row = self.conn.execute("SELECT name, gid, created_tx FROM fgraph_ids WHERE id = ?", (ident,)).fetchone()
+            if row is None:
+                return None
+            self.cache.rows[ident] = row
+            if row[0] is not None:
+                self.cache.by_name[row[0]] = ident
+        return row if self._visible(row) else None
+
     def id_by_name(self, name: str) -> int | None:
-        row = self.conn.execute("SELECT id, created_tx FROM fgraph_ids WHERE name = ?", (name,)).fetchone()
-        if row is None or (self.basis is not None and row[1] > self.basis):
-            return None
-        return row[0]
+        ident = self.cache.by_name.get(name)
+        if ident is None:
+            row = self.conn.execute("SELECT id, gid, created_tx FROM fgraph_ids WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return None
+            ident = row[0]
+            self.cache.by_name[name] = ident
+            self.cache.rows[ident] = (name, row[1], row[2])
+        return ident if self._visible(self.cache.rows[ident]) else None
 
     def id_by_gid(self, gid: bytes) -> int | None:
-        row = self.conn.execute("SELECT id, created_tx FROM fgraph_ids WHERE gid = ?", (gid,)).fetchone()
-        if row is None or (self.basis is not None and row[1] > self.basis):
+        row = self.conn.execute("SELECT id, name, created_tx FROM fgraph_ids WHERE gid = ?", (gid,)).fetchone()
+        if row is None:
             return None
-        return row[0]
-
-    def identity(self, ident: int) -> tuple[str | None, bytes | None, int] | None:
-        row = self.conn.execute("SELECT name, gid, created_tx FROM fgraph_ids WHERE id = ?", (ident,)).fetchone()
-        if row is None or (self.basis is not None and row[2] > self.basis):
-            return None
-        self._names[ident], self._gids[ident] = row[0], row[1]
-        return row
+        self.cache.rows[row[0]] = (row[1], gid, row[2])
+        return row[0] if self._visible(self.cache.rows[row[0]]) else None
 
     def name_of(self, ident: int) -> str | None:
-        if ident not in self._names:
-            row = self.conn.execute("SELECT name, gid FROM fgraph_ids WHERE id = ?", (ident,)).fetchone()
-            self._names[ident], self._gids[ident] = (row if row else (None, None))
-        return self._names[ident]
+        row = self.cache.rows.get(ident) or self.identity(ident)
+        return row[0] if row else None
 
     def gid_of(self, ident: int) -> bytes | None:
-        if ident not in self._gids:
-            self.name_of(ident)
-        return self._gids[ident]
+        row = self.cache.rows.get(ident) or self.identity(ident)
+        return row[1] if row else None
 
     def is_transaction(self, ident: int) -> bool:
-        row = self.conn.execute("SELECT 1 FROM fgraph_events WHERE tx = ?", (ident,)).fetchone()
-        return row is not None and (self.basis is None or ident <= self.basis)
+        if self.basis is not None and ident > self.basis:
+            return False
+        if ident in self.cache.transactions:
+            return True
+        found = self.conn.execute("SELECT 1 FROM fgraph_events WHERE tx = ?", (ident,)).fetchone() is not None
+        if found:
+            self.cache.transactions.add(ident)
+        return found
 
     def next_id(self) -> int:
         return self.conn.execute("SELECT value FROM fgraph_meta WHERE key = 'next_id'").fetchone()[0]

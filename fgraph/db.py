@@ -7,6 +7,7 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 from __future__ import annotations
 
 from fgraph import connection, reads, transact as _transact
+from fgraph.catalog import IdentityCache
 from fgraph.errors import ReadOnly, SchemaError
 from fgraph.identity import event_factory_from_env, make_clock
 from fgraph.plan import SchemaCache, check_attribute_name
@@ -34,6 +35,7 @@ class Db:
         self._event_factory = event_factory
         self._owns_connection = basis is None
         self._schema_cache = SchemaCache()
+        self._identity_cache = IdentityCache()
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -64,7 +66,7 @@ class Db:
         request = Request(data, source=source, by=by, meta=meta, tx=tx, operation_id=operation_id,
                           if_basis_tx=if_basis_tx)
         return _transact.transact(self.connection, request, clock=self._clock, event_factory=self._event_factory,
-                                  schema_cache=self._schema_cache)
+                                  schema_cache=self._schema_cache, identity_cache=self._identity_cache)
 
     add = transact
 

@@ -10,7 +10,7 @@ import apsw
 
 from fgraph import values
 from fgraph.canonical import dumps
-from fgraph.catalog import Catalog
+from fgraph.catalog import Catalog, IdentityCache
 from fgraph.errors import Conflict, SchemaError, TooLarge, ValueTypeError
 from fgraph.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
@@ -106,29 +106,32 @@ class Request:
 
 
 def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int],
-             event_factory: Callable[[int], str], schema_cache: SchemaCache | None = None) -> dict:
+             event_factory: Callable[[int], str], schema_cache: SchemaCache | None = None,
+             identity_cache: IdentityCache | None = None) -> dict:
     """Run one request in its own BEGIN IMMEDIATE … COMMIT and return its report."""
     req_hash = request.request_hash()
     schema_cache = schema_cache if schema_cache is not None else SchemaCache()
+    identity_cache = identity_cache if identity_cache is not None else IdentityCache()
     begin_immediate(conn)
     try:
         schema_cache.validate(conn)
         report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory,
-                                    schema_cache=schema_cache)
+                                    schema_cache=schema_cache, identity_cache=identity_cache)
         conn.execute("COMMIT" if report["status"] == "applied" else "ROLLBACK")
         return report
     except BaseException:
         schema_cache.clear()
+        identity_cache.clear()
         if not conn.getautocommit():
             conn.execute("ROLLBACK")
         raise
 
 
 def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,
-                       planner_hook=None, event_uuid: str | None = None, imported_at: int | None = None,
+                       identity_cache: IdentityCache | None = None, planner_hook=None, event_uuid: str | None = None, imported_at: int | None = None,
                        event_override: dict | None = None) -> dict:
     """Plan and write inside an open write transaction (shared with apply)."""
-    cat = Catalog(conn)
+    cat = Catalog(conn, cache=identity_cache)
     latest = cat.latest_tx()
     if request.operation_id is not None:
         found = cat.operation(request.operation_id)
