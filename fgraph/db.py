@@ -6,7 +6,7 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 
 from __future__ import annotations
 
-from fgraph import connection, reads, transact as _transact
+from fgraph import connection, reads, transact as _transact, undo as _undo
 from fgraph.catalog import IdentityCache
 from fgraph.errors import ReadOnly, SchemaError
 from fgraph.identity import event_factory_from_env, make_clock
@@ -65,8 +65,18 @@ class Db:
         self._writable()
         request = Request(data, source=source, by=by, meta=meta, tx=tx, operation_id=operation_id,
                           if_basis_tx=if_basis_tx)
+        return self._run(request)
+
+    def _run(self, request: Request, planner_hook=None) -> dict:
         return _transact.transact(self.connection, request, clock=self._clock, event_factory=self._event_factory,
-                                  schema_cache=self._schema_cache, identity_cache=self._identity_cache)
+                                  schema_cache=self._schema_cache, identity_cache=self._identity_cache,
+                                  planner_hook=planner_hook)
+
+    def undo(self, transaction, *, by=None, operation_id=None, if_basis_tx=None) -> dict:
+        """Write the audited inverse of ``transaction`` (spec 07 §3)."""
+        self._writable()
+        request = _undo.undo_request(transaction, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx)
+        return self._run(request, planner_hook=_undo.plan_inverse(transaction))
 
     add = transact
 
@@ -109,7 +119,9 @@ class Db:
         return self._reader().receipt(transaction)
 
     def at(self, value) -> "Db":
-        basis = self._reader().resolve_time(value)
+        basis = self._reader().resolve_time(value, absolute=True)
+        if self.basis is not None:
+            basis = min(basis, self.basis)  # a view never sees past its own basis
         return Db(self.connection, self.path, clock=self._clock, read_only=True,
                   event_factory=self._event_factory, basis=basis)
 

@@ -254,10 +254,10 @@ class Planner:
     def attribute_label(self, a) -> str:
         return a.key if isinstance(a, NewIdent) else (self.cat.name_of(a) or str(a))
 
-    def check_type_now(self, e, a, value: Value) -> None:
+    def check_type_now(self, e, a, value: Value, infer: bool = True) -> None:
         s = self.schema(a)
         declared = s["type"]
-        if declared is None and value.t == values.TAG_VECTOR:
+        if declared is None and value.t == values.TAG_VECTOR and infer:
             self.assert_fact(a, A_TYPE, Value(values.TAG_TEXT, "vector", None))
             declared = "vector"
         if declared is not None and value.t not in TYPE_TAGS.get(declared, ()):
@@ -265,7 +265,7 @@ class Planner:
             raise ValueTypeError(
                 f"attribute {self.attribute_label(a)!r} requires {declared}, but {shown!r} is "
                 f"{values.logical_name(value.t)}", "write a value of that type or change its declaration")
-        if value.t == values.TAG_VECTOR:
+        if value.t == values.TAG_VECTOR and infer:
             length = len(value.blob) // 4
             if s["dims"] is None:
                 self.assert_fact(a, A_DIMS, Value(values.TAG_INT, length, None))
@@ -315,6 +315,8 @@ class Planner:
         if isinstance(data, list) and data and isinstance(data[0], str) and data[0] in OPERATIONS:
             self.plan_item(data)
             return
+        if data == [] or data == {}:
+            return
         items = data if isinstance(data, list) else [data]
         for item in items:
             self.item += 1
@@ -325,8 +327,6 @@ class Planner:
             self.plan_map(item)
         elif isinstance(item, list) and item and isinstance(item[0], str) and item[0] in OPERATIONS:
             getattr(self, "op_" + item[0])(item)
-        elif isinstance(item, list) and not item:
-            return
         else:
             shown = item[0] if isinstance(item, list) and item else item
             raise ValueTypeError(f"transaction item {shown!r} is neither a map nor an operation",
@@ -394,6 +394,10 @@ class Planner:
     def op_retract(self, op: list) -> None:
         if not 2 <= len(op) <= 4:
             raise ValueTypeError(f"retract takes 2 to 4 elements, got {len(op)}", 'use ["retract", e, a?, v?]')
+        ref = op[3].get("ref") if len(op) == 4 and isinstance(op[3], dict) and len(op[3]) == 1 else None
+        if isinstance(ref, dict) and "tmp" in ref:
+            raise ValueTypeError("a tmp id cannot be a retracted ref value",
+                                 "retract the ref by name, id, lookup or eid")
         e = self.entity(op[1], allocate=False)
         if e is not None:
             self.writable(e)
@@ -441,11 +445,11 @@ class Planner:
             raise ValueTypeError(f"cas takes [\"cas\", e, a, expected, desired], got {len(op)} elements",
                                  "fix the arity")
         e = self.entity(op[1], allocate=False)
-        if e is None:
+        if e is None or isinstance(e, NewIdent):
             raise NotFound(f"cas entity {op[1]!r} was not found", "cas needs an existing entity")
         self.writable(e)
         a = self.attribute(op[2], allocate=False)
-        if a is None:
+        if a is None or isinstance(a, NewIdent):
             raise NotFound(f"cas attribute {op[2]!r} was not found", "cas needs an existing attribute")
         if self.schema(a)["many"]:
             raise SchemaError(f"cas needs a cardinality-one attribute; {op[2]!r} is many",
@@ -456,6 +460,8 @@ class Planner:
                            "use one cas per (entity, attribute) and nothing else on it")
         self.cas_slots.add((e, a))
         expected = self.plain_value(op[3], allocate=False, allow_missing=True)
+        if expected is not None and expected is not values.MISSING:
+            self.check_type_now(e, a, expected, infer=False)
         desired = self.plain_value(op[4], allocate=True, allow_missing=True)
         current = [k for k in slot.present]
         want = [] if expected is values.MISSING or expected is None else [(expected.t, expected.v)]
@@ -480,6 +486,10 @@ class Planner:
     # -- final state ------------------------------------------------------------
     def finish(self) -> "Delta":
         """Check the final state, drop unused placeholders, and return the delta."""
+        for key in self.cas_slots:
+            if len(self.slots[key].items) > 1:
+                raise Conflict(f"cas on {self.attribute_label(key[1])!r} shares its entity and attribute with "
+                               "another item", "use one cas per (entity, attribute) and nothing else on it")
         changed = [slot for slot in self.dirty.values() if self._changed(slot)]
         changed_schema = {id(slot.e): slot.e for slot in changed if slot.a in SCHEMA_ATTRS}
         self.schema_changed = bool(changed_schema)
@@ -547,7 +557,7 @@ class Planner:
                                      "GROUP BY v, t HAVING count(*) > 1", (a,)):
                 owners = [e for e in self.cat.live_owners(a, v, t) if (t, v) in self.slot(e, a).present]
                 if len(owners) > 1:
-                    raise Conflict(f"{label!r} cannot become unique: value {v!r} has several owners",
+                    raise SchemaError(f"{label!r} cannot become unique: value {v!r} has several owners",
                                    "make the values distinct first")
 
     def check_slot(self, slot: Slot) -> None:

@@ -7,7 +7,7 @@ import re
 
 from fgraph import values
 from fgraph.catalog import Catalog
-from fgraph.errors import NotFound, SchemaError, ValueTypeError
+from fgraph.errors import NotFound, QueryError, SchemaError, ValueTypeError
 from fgraph.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
 from fgraph.identity import INSTANT_MAX, INSTANT_MIN, gid_to_uuid
 from fgraph.plan import ATTRIBUTE_RE, INT64_MAX, INT64_MIN
@@ -98,6 +98,8 @@ class Reader:
 
     # -- entity -----------------------------------------------------------------
     def entity(self, ref, depth: int = 1) -> dict:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            raise QueryError(f"depth {depth!r} must be a non-negative integer", "pass --depth 1 or more")
         return self._entity(self.resolve(ref), depth, (), {})
 
     def _entity(self, e: int, depth: int, path: tuple, many: dict) -> dict:
@@ -163,14 +165,18 @@ class Reader:
         return out
 
     # -- time -----------------------------------------------------------------------
-    def resolve_time(self, value) -> int:
-        """A transaction id, an instant in µs, or an RFC 3339 string ⇒ a transaction (09 §5)."""
+    def resolve_time(self, value, absolute: bool = False) -> int:
+        """A transaction id, an instant in µs, or an RFC 3339 string ⇒ a transaction (09 §5).
+
+        ``absolute`` resolves against the whole store rather than this view's basis.
+        """
+        cat = Catalog(self.conn, None, self.cat.cache) if absolute else self.cat
         if isinstance(value, bool):
             raise ValueTypeError(f"time {value!r} is not valid", "pass a transaction id, microseconds or RFC 3339")
         if isinstance(value, int):
             if not INT64_MIN <= value <= INT64_MAX:
                 raise ValueTypeError(f"time {value} is outside the signed 64-bit range", "pass a transaction id")
-            if value >= 64 and self.cat.is_transaction(value):
+            if value >= 64 and cat.is_transaction(value):
                 return value
             if not INSTANT_MIN <= value <= INSTANT_MAX:
                 raise ValueTypeError(f"{value} is neither a transaction nor an instant in the domain",
@@ -178,18 +184,22 @@ class Reader:
             instant = value
         elif isinstance(value, str):
             if re.fullmatch(r"[0-9]+", value):
-                return self.resolve_time(int(value))
+                return self.resolve_time(int(value), absolute)
             instant = values.parse_instant(value)
         else:
             raise ValueTypeError(f"time {value!r} is not valid", "pass a transaction id, microseconds or RFC 3339")
-        tx = self.cat.tx_for_instant(instant, self.basis)
+        tx = cat.tx_for_instant(instant)
         if tx is None:
             raise NotFound(f"{value!r} is before the first transaction",
                            "pass a transaction id or a time after the database was created")
         return tx
 
     def diff(self, t1, t2) -> dict:
-        lo, hi = self.resolve_time(t1), self.resolve_time(t2)
+        """Facts asserted and retracted in (t1, t2], as seen from this view."""
+        lo, hi = self.resolve_time(t1, absolute=True), self.resolve_time(t2, absolute=True)
+        if lo > hi:
+            raise QueryError(f"diff window ({t1!r}, {t2!r}] runs backwards", "pass the earlier time first")
+        hi = min(hi, self.basis)
         cols = "id, e, a, v, t, tx, rx"
         asserted = self.conn.execute(f"SELECT {cols} FROM fgraph_facts WHERE tx > ? AND tx <= ? ORDER BY id",
                                      (lo, hi)).fetchall()
@@ -199,8 +209,8 @@ class Reader:
 
     # -- receipts and stats -------------------------------------------------------------
     def receipt(self, tx) -> dict:
-        if isinstance(tx, bool) or not isinstance(tx, int):
-            raise ValueTypeError(f"transaction {tx!r} is not an integer", "pass a transaction id")
+        if isinstance(tx, bool) or not isinstance(tx, int) or not INT64_MIN <= tx <= INT64_MAX:
+            raise ValueTypeError(f"transaction {tx!r} is not a 64-bit integer", "pass a transaction id")
         if not (64 <= tx <= self.basis and self.cat.is_transaction(tx)):
             raise NotFound(f"transaction {tx} was not found", "use a transaction id returned by transact()")
         event_hash, _, operation_id, req_hash = self.cat.event_row(tx)

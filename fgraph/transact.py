@@ -107,7 +107,7 @@ class Request:
 
 def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int],
              event_factory: Callable[[int], str], schema_cache: SchemaCache | None = None,
-             identity_cache: IdentityCache | None = None) -> dict:
+             identity_cache: IdentityCache | None = None, planner_hook=None) -> dict:
     """Run one request in its own BEGIN IMMEDIATE … COMMIT and return its report."""
     req_hash = request.request_hash()
     schema_cache = schema_cache if schema_cache is not None else SchemaCache()
@@ -116,7 +116,8 @@ def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int
     try:
         schema_cache.validate(conn)
         report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory,
-                                    schema_cache=schema_cache, identity_cache=identity_cache)
+                                    schema_cache=schema_cache, identity_cache=identity_cache,
+                                    planner_hook=planner_hook)
         conn.execute("COMMIT" if report["status"] == "applied" else "ROLLBACK")
         return report
     except BaseException:

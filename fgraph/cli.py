@@ -1,0 +1,338 @@
+"""The ``fgraph`` command line: a thin skin over the library (spec 09).
+
+A command parses its arguments, hands ``_run`` the open mode and one library
+call, and ``_run`` resolves the path (``fgraph.paths``), opens the database,
+makes the call and prints the result. Outcomes become exit codes in one place,
+``run()``: 0 success, 1 a typed error (``Name: message``) or an internal error,
+2 a usage error; no traceback ever reaches the user (``FGRAPH_DEBUG=1``
+re-raises unexpected exceptions for debugging).
+
+Adding a command takes a few lines::
+
+    @cli.command()
+    @common_options
+    @click.argument("ref")
+    @click.pass_context
+    def thing(ctx, ref):
+        \"\"\"One-line purpose.\"\"\"
+        _run(ctx, RO, lambda db: db.thing(_ref(ref)))
+
+Commands that the contract reserves for later (``RESERVED``) answer
+``Unsupported`` until someone defines them above the reservation loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+import fgraph
+from fgraph import ingest
+from fgraph.canonical import dumps, loads
+from fgraph.db import connect
+from fgraph.errors import FgraphError, Unsupported
+from fgraph.paths import resolve_db_path
+
+RO, RW = "ro", "rw"
+DEFAULT_QUERY_BUDGET = 100000
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
+RESERVED = ("tail", "apply", "snapshot", "restore", "undo", "excise", "backup", "doctor", "mcp", "q", "explain",
+            "datoms", "search", "shape", "validate", "schema", "schema-export", "schema-check", "schema-apply")
+_DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
+
+
+# ----------------------------------------------------------------- plumbing
+
+class _Escaped(Exception):
+    """Carries a broken pipe or Ctrl-C past click, which would turn them into exit 1 / "Aborted!"."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(original)
+        self.original = original
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (BrokenPipeError, KeyboardInterrupt) as exc:
+            raise _Escaped(exc) from None
+
+
+def _remember(key: str):
+    def callback(ctx: click.Context, param, value):
+        if value is not None and value is not False:
+            ctx.meta[key] = value  # meta is shared by the group's and the command's contexts
+    return callback
+
+
+def common_options(f):
+    """``--db`` and ``--json``, accepted before and after the command name (the later one wins)."""
+    f = click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_remember(_JSON),
+                     help="Print canonical JSON on one line.")(f)
+    return click.option("--db", metavar="PATH", expose_value=False, callback=_remember(_DB),
+                        help="Database file [env FGRAPH_DB; default facts.fgraph].")(f)
+
+
+def _run(ctx: click.Context, mode: str, call) -> None:
+    """Open the database read-only (RO) or writable (RW), apply ``call`` to it, print the result."""
+    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
+        result = call(db)
+    if ctx.meta.get(_JSON):
+        _write_line(dumps(result))
+    else:
+        _write_line(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def _write_line(text: str) -> None:
+    out = click.get_binary_stream("stdout")
+    out.write(text.encode("utf-8") + b"\n")
+    out.flush()
+
+
+def _ref(text: str):
+    """A REF argument: an integer id when ``int()`` reads it (as the published CLI does), else a name."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _json_argument(text: str, what: str):
+    try:
+        return loads(text)
+    except FgraphError as exc:
+        raise type(exc)(f"{what} is not valid JSON: {exc.message}", exc.hint) from None
+
+
+def _pair(ctx: click.Context, on: bool, off: bool, on_name: str, off_name: str) -> bool | None:
+    if on and off:
+        raise click.UsageError(f"{on_name} and {off_name} are mutually exclusive", ctx)
+    return True if on else False if off else None
+
+
+class _TimeParam(click.ParamType):
+    """``--at``: an integer (transaction id or µs instant) or an RFC 3339 string."""
+
+    name = "TX"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            if value.strip().lstrip("+-").isdigit():
+                self.fail(f"{value[:40]!r}... is too long for an integer", param, ctx)
+            return value
+
+
+# ----------------------------------------------------------------- commands
+
+@click.group(cls=_Group, context_settings={"max_content_width": 100})
+@common_options
+@click.option("--query-budget", type=int, envvar="FGRAPH_QUERY_BUDGET", show_envvar=True, metavar="N",
+              expose_value=False, callback=_remember(_BUDGET), help="Work-unit budget for queries [default 100000].")
+def cli():
+    """Temporal facts in one SQLite file."""
+
+
+@cli.command()
+@common_options
+@click.pass_context
+def init(ctx):
+    """Create the database if needed and print its statistics."""
+    _run(ctx, RW, lambda db: db.stats())
+
+
+@cli.command()
+@common_options
+@click.pass_context
+def info(ctx):
+    """Print the statistics of an existing database."""
+    _run(ctx, RO, lambda db: db.stats())
+
+
+@cli.command()
+@common_options
+@click.argument("data")
+@click.option("--operation-id", help="Idempotency key of the one transaction.")
+@click.option("--operation-id-prefix", help="Batch k gets operation id PREFIX:k (8 digits); needs --batch-size.")
+@click.option("--batch-size", type=click.IntRange(1, 10000), help="Transact records in batches of at most N.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.pass_context
+def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
+    """Transact JSON or NDJSON given inline, as @file, or on stdin with '-'."""
+    if operation_id_prefix is not None and operation_id is not None:
+        raise click.UsageError("choose --operation-id for one transaction or --operation-id-prefix for batches", ctx)
+    if operation_id_prefix is not None and batch_size is None:
+        raise click.UsageError("--operation-id-prefix requires --batch-size", ctx)
+    job = ingest.prepare(ingest.read_data_argument(data, sys.stdin), operation_id=operation_id,
+                         operation_id_prefix=operation_id_prefix, batch_size=batch_size, if_basis_tx=if_basis_tx)
+    _run(ctx, RW, lambda db: ingest.add(db, job))
+
+
+@cli.command()
+@common_options
+@click.argument("ref")
+@click.argument("attr", required=False)
+@click.argument("value", required=False)
+@click.option("--operation-id", help="Idempotency key of the transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.pass_context
+def retract(ctx, ref, attr, value, operation_id, if_basis_tx):
+    """Retract one fact (VALUE is JSON), an attribute, or a whole entity."""
+    rest = () if attr is None else (attr,) if value is None else (attr, _json_argument(value, "retract value"))
+    _run(ctx, RW, lambda db: db.retract(_ref(ref), *rest, operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+@cli.command()
+@common_options
+@click.argument("attr")
+@click.option("--type", "type_", help="Value type: bool, bytes, float, instant, int, json, ref, text, vector.")
+@click.option("--ref/--no-ref", default=False, help="Declare a reference attribute (type ref).")
+@click.option("--many", is_flag=True, help="Cardinality many.")
+@click.option("--one", is_flag=True, help="Cardinality one.")
+@click.option("--unique", is_flag=True, help="Values identify their entity.")
+@click.option("--not-unique", is_flag=True, help="Values are not unique.")
+@click.option("--nohistory", is_flag=True, help="Retracted values are deleted, not kept.")
+@click.option("--history", is_flag=True, help="Retracted values are kept.")
+@click.option("--dims", type=int, help="Vector dimensions.")
+@click.option("--doc", help="Documentation text.")
+@click.option("--vector-model", help="Name of the embedding model.")
+@click.option("--operation-id", help="Idempotency key of the transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.pass_context
+def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, history, dims, doc, vector_model,
+            operation_id, if_basis_tx):
+    """Declare the schema of one attribute."""
+    flags = dict(many=_pair(ctx, many, one, "--many", "--one"),
+                 unique=_pair(ctx, unique, not_unique, "--unique", "--not-unique"),
+                 nohistory=_pair(ctx, nohistory, history, "--nohistory", "--history"))
+    _run(ctx, RW, lambda db: db.declare(attr, type=type_, ref=ref, dims=dims, doc=doc, vector_model=vector_model,
+                                        operation_id=operation_id, if_basis_tx=if_basis_tx, **flags))
+
+
+@cli.command()
+@common_options
+@click.argument("ref")
+@click.option("--depth", type=int, default=1, show_default=True, help="Pull referenced entities this deep.")
+@click.option("--at", type=_TimeParam(), help="Read as of a transaction id, µs instant or RFC 3339 time.")
+@click.pass_context
+def get(ctx, ref, depth, at):
+    """Print one entity's live attributes."""
+    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).entity(_ref(ref), depth))
+
+
+@cli.command()
+@common_options
+@click.argument("ref")
+@click.argument("attr", required=False)
+@click.pass_context
+def history(ctx, ref, attr):
+    """Print every fact ever asserted for an entity (or one attribute)."""
+    _run(ctx, RO, lambda db: db.history(_ref(ref), attr))
+
+
+@cli.command()
+@common_options
+@click.argument("ref")
+@click.argument("attr", required=False)
+@click.pass_context
+def why(ctx, ref, attr):
+    """Print an entity's live facts with the transactions that asserted them."""
+    _run(ctx, RO, lambda db: db.why(_ref(ref), attr))
+
+
+@cli.command()
+@common_options
+@click.argument("t1", type=int)
+@click.argument("t2", type=int)
+@click.pass_context
+def diff(ctx, t1, t2):
+    """Print the facts asserted and retracted after T1 up to T2."""
+    _run(ctx, RO, lambda db: db.diff(t1, t2))
+
+
+@cli.command("tx")
+@common_options
+@click.argument("transaction", type=int)
+@click.pass_context
+def tx(ctx, transaction):
+    """Print the receipt of one transaction."""
+    _run(ctx, RO, lambda db: db.receipt(transaction))
+
+
+@cli.command()
+def version():
+    """Print the version of this runtime."""
+    _write_line(fgraph.__version__)
+
+
+def _reserve(name: str) -> None:
+    @cli.command(name, hidden=True, add_help_option=False,
+                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def placeholder():
+        raise Unsupported(f"the {name!r} command is not available in this runtime yet",
+                          "see docs/cli.md for the commands it has")
+
+
+for _name in RESERVED:
+    if _name not in cli.commands:
+        _reserve(_name)
+
+
+# ----------------------------------------------------------------- outcomes
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; the one place where outcomes become exit codes."""
+    try:
+        try:
+            result = cli.main(args=argv, prog_name="fgraph", standalone_mode=False)
+        except _Escaped as escaped:
+            raise escaped.original from None
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_ERROR
+    except FgraphError as exc:
+        _error_line(f"{exc.name}: {exc}")
+        return EXIT_ERROR
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    except (KeyboardInterrupt, click.Abort):
+        return EXIT_INTERRUPT
+    except Exception as exc:
+        if os.environ.get("FGRAPH_DEBUG") == "1":
+            raise
+        _error_line(f"Error: internal error: {exc!r:.500}; please report it")
+        return EXIT_ERROR
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def _error_line(text: str) -> None:
+    try:
+        click.echo(text, err=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not complain about the pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    sys.exit(run(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,217 @@
+"""The library behind ``fgraph add``: one JSON document, NDJSON, or batches (spec 09 §4.1).
+
+Two steps, so that a caller can reject bad input before it opens a database
+(the published CLI reports input errors first):
+
+- ``prepare(text, ...)`` parses and checks everything that needs no database
+  and returns an ``AddJob``;
+- ``add(db, job)`` (or ``add(db, text, ...)``, which prepares first) runs it:
+  one transaction for a single document, one per NDJSON record, or one per
+  batch of ``batch_size`` records.
+
+``read_data_argument`` turns the CLI's DATA argument (inline, ``@path``, ``-``)
+into text.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+from typing import IO
+
+from fgraph.canonical import loads
+from fgraph.errors import FgraphError, FormatError, ValueTypeError
+
+MAX_BATCH_SIZE = 10000
+READ_CHUNK = 1 << 20
+INPUT_HINT = "provide JSON inline, via @file, or on stdin with '-'"
+
+
+# ----------------------------------------------------------------- reading DATA
+
+def read_data_argument(arg: str, stdin: IO) -> str:
+    """The text of DATA: ``-`` reads ``stdin``, ``@path`` a UTF-8 file, anything else is the text itself."""
+    if arg == "-":
+        return _read_stdin(stdin)
+    if arg.startswith("@"):
+        return read_text_file(arg[1:])
+    return arg
+
+
+def read_text_file(path: str) -> str:
+    """A whole UTF-8 file, read in chunks; unreadable or not UTF-8 ⇒ FormatError.
+
+    Line ends are kept as they are (no universal-newline translation): records
+    are split on LF only and a CR is ordinary JSON whitespace.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    parts: list[str] = []
+    offset = 0
+    try:
+        with open(path or ".", "rb") as handle:
+            while chunk := handle.read(READ_CHUNK):
+                parts.append(decoder.decode(chunk))
+                offset += len(chunk)
+            parts.append(decoder.decode(b"", final=True))
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"input file {path!r} is not valid UTF-8 (byte {offset + exc.start})",
+                          "save the file as UTF-8") from None
+    except OSError as exc:
+        raise FormatError(f"input file {path!r} cannot be read ({exc.strerror or exc})",
+                          "check the path and its permissions") from None
+    return "".join(parts)
+
+
+def _read_stdin(stdin: IO | None) -> str:
+    if stdin is None:
+        raise FormatError("standard input is not available", "pipe the data in, or pass it inline or as @file")
+    source = getattr(stdin, "buffer", None)
+    if source is None:  # a text stream without bytes underneath (tests, embedding)
+        return stdin.read()
+    data = source.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # The published runtime reports undecodable stdin as a JSON error.
+        raise ValueTypeError(f"add input on stdin is not valid UTF-8 (byte {exc.start})",
+                             "send UTF-8 JSON or NDJSON on stdin") from None
+
+
+# ----------------------------------------------------------------- parsing
+
+def parse_records(text: str) -> tuple[list, bool]:
+    """``([document], True)`` for one JSON document, else ``(records, False)`` for NDJSON.
+
+    Surrounding whitespace (Python's notion, as in the published runtime) is
+    ignored around the text and around each record. Every NDJSON record is
+    parsed before anything is written; the first bad one raises with its
+    (1-based, physical) line number.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise ValueTypeError("add input is empty", INPUT_HINT)
+    try:
+        return [loads(stripped)], True
+    except ValueTypeError as whole:
+        first_error = whole
+    records: list = []
+    for number, line in _records(text):
+        try:
+            records.append(loads(line))
+        except FgraphError as exc:
+            if not records and isinstance(exc, ValueTypeError):
+                break  # the first line is not JSON either: report the document's own error
+            raise type(exc)(f"add input line {number}: {exc.message}", exc.hint) from None
+    if len(records) < 2:
+        raise ValueTypeError(f"add input: {first_error.message}",
+                             first_error.hint or "correct the JSON syntax")
+    return records, False
+
+
+def _records(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, stripped line) of every non-blank LF-separated line.
+
+    Only LF separates records (not U+2028, U+2029 or U+0085, which may occur
+    raw inside JSON strings).
+    """
+    start, number, size = 0, 0, len(text)
+    while start <= size:
+        end = text.find("\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        line = text[start:end].strip()
+        if line:
+            yield number, line
+        start = end + 1
+
+
+# ----------------------------------------------------------------- the job
+
+class AddJob:
+    """Parsed ``add`` input plus its options, checked as far as possible without a database."""
+
+    def __init__(self, records: list, single: bool, *, operation_id=None, operation_id_prefix=None,
+                 batch_size=None, if_basis_tx=None):
+        self.records, self.single = records, single
+        self.operation_id, self.operation_id_prefix = operation_id, operation_id_prefix
+        self.batch_size, self.if_basis_tx = batch_size, if_basis_tx
+
+    def run(self, db):
+        if self.batch_size is not None:
+            return self._run_batches(db)
+        if self.single:
+            return db.transact(self.records[0], operation_id=self.operation_id, if_basis_tx=self.if_basis_tx)
+        return [db.transact(record) for record in self.records]
+
+    def batches(self) -> list[list]:
+        size = self.batch_size
+        return [self.records[i:i + size] for i in range(0, len(self.records), size)]
+
+    def _run_batches(self, db) -> dict:
+        batches = self.batches()
+        if len(batches) > 1 and self.operation_id is not None:
+            raise ValueTypeError("--operation-id cannot span multiple batches",
+                                 "use --operation-id-prefix for idempotent batch operation ids")
+        if len(batches) > 1 and self.if_basis_tx is not None:
+            raise ValueTypeError("--if-basis-tx cannot span multiple batches",
+                                 "use --operation-id-prefix for idempotent batch operation ids")
+        _check_batch_items(self.records)
+        counts = {"already_applied": 0, "applied": 0, "noop": 0}
+        last_tx = None
+        for k, batch in enumerate(batches):
+            operation_id = self.operation_id
+            if self.operation_id_prefix is not None:
+                operation_id = f"{self.operation_id_prefix}:{k:08d}"
+            report = db.transact(batch, operation_id=operation_id, if_basis_tx=self.if_basis_tx)
+            counts[report["status"]] += 1
+            last_tx = report["tx"]
+        return {**counts, "basis_tx": db.latest_tx(), "batches": len(batches), "items": len(self.records),
+                "tx": last_tx}
+
+
+def _check_batch_items(records: list) -> None:
+    """A batch is one list of transaction items, so a record that is a JSON array must be an operation."""
+    for number, record in enumerate(records, 1):
+        if isinstance(record, list) and not (record and isinstance(record[0], str)):
+            shown = "[]" if not record else f"an array starting with {type(record[0]).__name__}"
+            raise ValueTypeError(
+                f"batch item {number} is {shown}, not a transaction item",
+                'in batch mode each record is one map or one ["assert"|"retract"|"cas", ...] operation; '
+                "give a list of maps as NDJSON, one map per line")
+
+
+def prepare(text: str, *, operation_id=None, operation_id_prefix=None, batch_size=None,
+            if_basis_tx=None) -> AddJob:
+    """Parse ``text`` and check the option combinations of 09 §4.1 that need no database."""
+    if operation_id_prefix is not None and batch_size is None:
+        raise ValueTypeError("operation_id_prefix requires batch_size", "pass --batch-size N as well")
+    if operation_id_prefix is not None and operation_id is not None:
+        raise ValueTypeError("operation_id and operation_id_prefix are exclusive",
+                             "use operation_id for one transaction or operation_id_prefix for batches")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or not 1 <= batch_size <= MAX_BATCH_SIZE):
+        raise ValueTypeError(f"batch_size {batch_size!r} is out of range", f"use 1..{MAX_BATCH_SIZE}")
+    if operation_id_prefix is not None and not isinstance(operation_id_prefix, str):
+        raise ValueTypeError(f"operation_id_prefix {operation_id_prefix!r} is not a string", "use a short text key")
+    records, single = parse_records(text)
+    if batch_size is None and not single:
+        if operation_id is not None:
+            raise ValueTypeError("--operation-id requires one JSON transaction, not NDJSON",
+                                 "use --batch-size with --operation-id-prefix for idempotent NDJSON imports")
+        if if_basis_tx is not None:
+            raise ValueTypeError("--if-basis-tx cannot span several NDJSON transactions",
+                                 "use --batch-size with --operation-id-prefix for idempotent NDJSON imports")
+    return AddJob(records, single, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
+                  batch_size=batch_size, if_basis_tx=if_basis_tx)
+
+
+def add(db, text: "str | AddJob", *, operation_id=None, operation_id_prefix=None, batch_size=None,
+        if_basis_tx=None):
+    """Transact ``text`` (or a prepared ``AddJob``): a report, a list of reports, or a batch summary."""
+    if isinstance(text, AddJob):
+        if (operation_id, operation_id_prefix, batch_size, if_basis_tx) != (None, None, None, None):
+            raise ValueTypeError("options are already part of the prepared job", "pass them to prepare()")
+        return text.run(db)
+    return prepare(text, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
+                   batch_size=batch_size, if_basis_tx=if_basis_tx).run(db)

@@ -1,0 +1,47 @@
+"""Undo: an audited compensating transaction (spec 07 §3).
+
+The inverse is planned with ordinary semantics, so cardinality-one rules apply to
+re-assertions and a value re-asserted independently after T is left alone.
+"""
+
+from __future__ import annotations
+
+from fgraph import values
+from fgraph.errors import NotFound, Unsupported, ValueTypeError
+from fgraph.genesis import A_UNDOES
+from fgraph.transact import Request
+from fgraph.values import Value
+
+
+def undo_request(target, *, by=None, operation_id=None, if_basis_tx=None) -> Request:
+    if isinstance(target, bool) or not isinstance(target, int) or not -(2**63) <= target < 2**63:
+        raise ValueTypeError(f"transaction {target!r} is not an integer id", "pass the tx number to undo")
+    if target <= 64:
+        raise Unsupported(f"transaction {target} cannot be undone", "genesis and earlier ids are not undoable")
+    envelope = {"operation": "undo", "tx": target}
+    if by is not None:
+        envelope["by"] = by
+    return Request([], by=by, operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope)
+
+
+def plan_inverse(target: int):
+    """A planner hook that plans the inverse of ``target`` and the fgraph/undoes fact."""
+
+    def hook(planner) -> None:
+        cat = planner.cat
+        if not cat.is_transaction(target):
+            raise NotFound(f"transaction {target} was not found", "use a transaction id returned by transact()")
+        conn = cat.conn
+        for fact_id, e, a, v, t in conn.execute(
+                "SELECT id, e, a, v, t FROM fgraph_facts INDEXED BY fgraph_txin WHERE tx = ? AND rx IS NULL "
+                "AND e != ? ORDER BY id", (target, target)).fetchall():
+            slot = planner.slot(e, a)
+            planner.remove(slot, (t, v))
+        for fact_id, e, a, v, t in conn.execute(
+                "SELECT id, e, a, v, t FROM fgraph_facts INDEXED BY fgraph_txout WHERE rx = ? ORDER BY id",
+                (target,)).fetchall():
+            blob = cat.blob(v) if t in values.INDIRECT_TAGS else None
+            planner.assert_fact(e, a, Value(t, v, blob))
+        planner.assert_fact(planner.tx, A_UNDOES, Value(values.TAG_REF, target, None))
+
+    return hook
