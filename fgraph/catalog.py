@@ -139,14 +139,14 @@ class Catalog:
             "SELECT tx, request_hash FROM fgraph_events WHERE operation_id = ?", (operation_id,)).fetchone()
 
     # -- facts ------------------------------------------------------------
-    def live_values(self, e: int, a: int) -> list[tuple[int, object, int]]:
-        """(fact id, v, t) of the live facts of (e, a), in fact-id order.
+    def live_values(self, e: int, a: int) -> list[tuple[int, object, int, int]]:
+        """(fact id, v, t, tx) of the live facts of (e, a), in fact-id order.
 
         Without statistics SQLite would pick the (a, …) index and scan every fact of
         the attribute; the live (e, a, v, t) index keeps this proportional to the answer.
         """
         return self.conn.execute(
-            "SELECT id, v, t FROM fgraph_facts INDEXED BY fgraph_eavt WHERE e = ? AND a = ? AND rx IS NULL"
+            "SELECT id, v, t, tx FROM fgraph_facts INDEXED BY fgraph_eavt WHERE e = ? AND a = ? AND rx IS NULL"
             " ORDER BY id",
             (e, a)).fetchall()
 

@@ -82,15 +82,17 @@ class SchemaCache:
     def __init__(self):
         self.rows: dict[tuple, dict] = {}
         self.version = None
+        self.has_shapes: bool | None = None
 
     def validate(self, conn) -> None:
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         if version != self.version:
-            self.rows.clear()
+            self.clear()
             self.version = version
 
     def clear(self) -> None:
         self.rows.clear()
+        self.has_shapes = None
 
 
 class Planner:
@@ -108,6 +110,7 @@ class Planner:
         self.cas_slots: set[tuple] = set()
         self.item = 0
         self.dirty: dict[int, Slot] = {}        # slots whose working values changed
+        self.fact_tx: dict[int, int] = {}       # live fact id -> asserting tx, as loaded
         self._schemas: dict[int, dict] = {}     # id(attribute handle) -> schema, until a schema fact moves
 
     # -- identities -----------------------------------------------------------
@@ -205,8 +208,9 @@ class Planner:
                 if cached is not None:
                     live = dict(cached)
                 else:
-                    for fact_id, v, t in self.cat.live_values(e, a):
+                    for fact_id, v, t, tx in self.cat.live_values(e, a):
                         live[(t, v)] = fact_id
+                        self.fact_tx[fact_id] = tx
                     if a in SCHEMA_ATTRS:
                         self.schema_cache.rows[key] = dict(live)
             found = self.slots[key] = Slot(e, a, live)
@@ -492,7 +496,7 @@ class Planner:
                                "another item", "use one cas per (entity, attribute) and nothing else on it")
         changed = [slot for slot in self.dirty.values() if self._changed(slot)]
         changed_schema = {id(slot.e): slot.e for slot in changed if slot.a in SCHEMA_ATTRS}
-        self.schema_changed = bool(changed_schema)
+        self.schema_changed = bool(changed_schema) or any(slot.a == A_SHAPE for slot in changed)
         for a in changed_schema.values():
             self.check_declaration(a)
         for slot in changed:
@@ -589,8 +593,10 @@ class Planner:
 
     def check_shapes(self) -> None:
         """Shapes: required attributes present; closed shapes allow only listed attributes."""
-        if not self.cat.has_live_attribute(A_SHAPE) and not any(
-                slot.a == A_SHAPE and slot.present for slot in self.slots.values()):
+        if self.schema_cache.has_shapes is None:
+            self.schema_cache.has_shapes = self.cat.has_live_attribute(A_SHAPE)
+        if not self.schema_cache.has_shapes and not any(
+                slot.a == A_SHAPE and slot.present for slot in self.dirty.values()):
             return
         touched = {id(slot.e): slot.e for slot in self.dirty.values() if self._changed(slot)}
         for e in touched.values():

@@ -194,9 +194,6 @@ class Commit:
             raise TooLarge("the identity allocator is exhausted", "no more ids can be allocated in this file")
         event = event_uuid or event_factory(tx.id)
         tx.gid = uuid_to_gid(event)
-        if self.cat.id_by_gid(tx.gid) is not None:
-            raise Conflict(f"event UUID {event} is already used by another identity",
-                           "retry; every transaction needs a fresh event UUID")
         for ident in delta.new:
             if ident.kind != "name" and ident.gid is None:
                 ident.gid = anonymous_eid(event, ident.id - first)
@@ -231,13 +228,19 @@ class Commit:
             value = Value(value.t, value.v, self.cat.blob(value.v) if value.t in values.INDIRECT_TAGS else None)
             event_retracted.append([self.portable_ref(e), self.portable_ref(a), self.render(value, self.portable_ref),
                                     values.logical_name(value.t)])
-            fact_tx = self.conn.execute("SELECT tx FROM fgraph_facts WHERE id = ?", (fact_id,)).fetchone()[0]
+            fact_tx = self.planner.fact_tx.get(fact_id) or \
+                self.conn.execute("SELECT tx FROM fgraph_facts WHERE id = ?", (fact_id,)).fetchone()[0]
             retracted_rows.append((fact_id, e, a, value, fact_tx))
         self.retract_rows(retracted_rows, tx.id)
-        self.conn.executemany(
-            "INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, ?, ?, ?)",
-            [(i.id, i.key if i.kind == "name" else None, None if i.kind == "name" else i.gid, tx.id)
-             for i in delta.new + [tx]])
+        try:
+            self.conn.executemany(
+                "INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, ?, ?, ?)",
+                [(i.id, i.key if i.kind == "name" else None, None if i.kind == "name" else i.gid, tx.id)
+                 for i in delta.new + [tx]])
+        except apsw.ConstraintError:
+            # The gid column is UNIQUE: an event UUID (or an eid derived from it) is taken.
+            raise Conflict(f"event UUID {event} or an eid derived from it is already used by another identity",
+                           "retry; every transaction needs a fresh event UUID") from None
         if event_override is not None:
             document = event_override
         else:
