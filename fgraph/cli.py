@@ -89,9 +89,15 @@ def _run(ctx: click.Context, mode: str, call) -> None:
 
 
 def _write_line(text: str) -> None:
-    out = click.get_binary_stream("stdout")
-    out.write(text.encode("utf-8") + b"\n")
-    out.flush()
+    """One line of UTF-8 on stdout, whatever the locale says."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (embedding, some test harnesses)
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8") + b"\n")
+    buffer.flush()
 
 
 def _ref(text: str):

@@ -6,9 +6,10 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 
 from __future__ import annotations
 
-from fgraph import connection, reads, transact as _transact, undo as _undo
+from fgraph import apply as _apply, connection, events as _events, reads, transact as _transact, undo as _undo
+from fgraph.canonical import loads
 from fgraph.catalog import IdentityCache
-from fgraph.errors import ReadOnly, SchemaError
+from fgraph.errors import ReadOnly, SchemaError, Unsupported
 from fgraph.identity import event_factory_from_env, make_clock
 from fgraph.plan import SchemaCache, check_attribute_name
 from fgraph.transact import UNSET, Request
@@ -94,6 +95,43 @@ class Db:
         return self.transact(declaration(attr, type=type, ref=ref, many=many, unique=unique,
                                          nohistory=nohistory, dims=dims, doc=doc, vector_model=vector_model),
                              operation_id=operation_id, if_basis_tx=if_basis_tx)
+
+    # -- event streams ----------------------------------------------------------
+    def iter_events(self, since: int = 64, through: int | None = None):
+        """Canonical event lines (without LF), streamed in tx order."""
+        for _, line in _events.iter_event_lines(self.connection, since, self._through(through)):
+            yield line
+
+    def event_records(self, since: int = 64, through: int | None = None) -> list:
+        return [loads(line) for line in self.iter_events(since, through)]
+
+    def _through(self, through):
+        if self.basis is None:
+            return through
+        return self.basis if through is None else min(through, self.basis)
+
+    def follow_lines(self, since=None, *, stop=None):
+        """Event lines after ``since`` (resolved like at()), then every later commit, forever."""
+        if self.basis is not None:
+            raise Unsupported("cannot follow a historical view", "follow the database itself")
+        after = 64 if since is None else self._reader().resolve_time(since, absolute=True)
+        for _, line in _events.follow_lines(self.connection, after, stop=stop):
+            yield line
+
+    def follow(self, since=None, *, interval: float = 0.5):
+        for line in self.follow_lines(since):
+            yield loads(line)
+
+    def apply_summary(self, source, *, dry_run: bool = False, on_report=None) -> dict:
+        self._writable()
+        return _apply.apply_stream(self.connection, source, clock=self._clock, event_factory=self._event_factory,
+                                   schema_cache=self._schema_cache, identity_cache=self._identity_cache,
+                                   on_report=on_report, dry_run=dry_run)
+
+    def apply(self, source) -> list:
+        reports: list = []
+        self.apply_summary(source, on_report=reports.append)
+        return reports
 
     # -- reads ------------------------------------------------------------------
     def stats(self) -> dict:

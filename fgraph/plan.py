@@ -96,14 +96,16 @@ class SchemaCache:
 
 
 class Planner:
-    def __init__(self, catalog: Catalog, eid_overrides: dict | None = None, schema_cache: SchemaCache | None = None):
+    def __init__(self, catalog: Catalog, schema_cache: SchemaCache | None = None):
         self.cat = catalog
         self.schema_cache = schema_cache if schema_cache is not None else SchemaCache()
         self.slots: dict[tuple, Slot] = {}
         self.new: list[NewIdent] = []
         self.names: dict[str, NewIdent] = {}
         self.tmps: dict[str, NewIdent] = {}
-        self.eid_overrides = eid_overrides or {}
+        self.eid_overrides: dict[str, object] = {}   # apply: source eids -> local handles
+        self.replaying = False                        # apply: refs to transactions resolve normally
+        self.allocation_closed = False                # apply: every new identity must be listed
         self.owners: dict[tuple, list] = {}     # (a, key) -> entities that gained that value
         self.seq = itertools.count()
         self.tx = NewIdent("tx", None)
@@ -115,6 +117,9 @@ class Planner:
 
     # -- identities -----------------------------------------------------------
     def _allocate(self, kind: str, key: str | None) -> NewIdent:
+        if self.allocation_closed:
+            raise ValueTypeError(f"the event uses identity {key!r} that its created list does not name",
+                                 "a valid event lists every identity it allocates in `created`")
         ident = NewIdent(kind, key)
         self.new.append(ident)
         if kind == "name":
@@ -248,8 +253,8 @@ class Planner:
             target = self.entity(wire.selector, allocate=allocate)
             if target is None:
                 return None
-            if isinstance(target, int) and not isinstance(wire.selector, str) and self.cat.is_transaction(target) \
-                    and isinstance(wire.selector, dict) and "eid" in wire.selector and not self.eid_overrides:
+            if not self.replaying and isinstance(target, int) and isinstance(wire.selector, dict) \
+                    and "eid" in wire.selector and self.cat.is_transaction(target):
                 raise Unsupported("a transaction's eid cannot be a ref value in a direct write",
                                   "refer to a domain entity instead")
             return Value(0, target, None)

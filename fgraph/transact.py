@@ -129,8 +129,9 @@ def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int
 
 
 def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,
-                       identity_cache: IdentityCache | None = None, planner_hook=None, event_uuid: str | None = None, imported_at: int | None = None,
-                       event_override: dict | None = None) -> dict:
+                       identity_cache: IdentityCache | None = None, planner_hook=None,
+                       event_uuid: str | None = None, imported_at: int | None = None,
+                       event_override: dict | None = None, check_delta=None) -> dict:
     """Plan and write inside an open write transaction (shared with apply)."""
     cat = Catalog(conn, cache=identity_cache)
     latest = cat.latest_tx()
@@ -151,6 +152,8 @@ def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory
     if request.tx:
         planner.plan_tx_facts(request.tx)
     delta = planner.finish()
+    if check_delta is not None:
+        check_delta(planner, delta)
     if planner.schema_changed:
         schema_cache.clear()
     if not (delta.asserted or delta.retracted or delta.new or request.has_metadata()

@@ -1,0 +1,269 @@
+"""Apply: merge an ``event/1`` stream into this store, all or nothing (spec 04 §5).
+
+The stream is read line by line (LF only) in one write transaction, so memory is
+bounded by the largest event and any bad line anywhere rolls back every line.
+Each record replays as one local transaction that keeps the source's event UUID,
+bytes and eids; names unify with the receiver's (spec README decision 3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Iterable, Iterator
+
+from fgraph import values
+from fgraph.canonical import dumps, loads
+from fgraph.catalog import Catalog
+from fgraph.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
+from fgraph.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
+from fgraph.plan import NewIdent, check_attribute_name, check_name
+from fgraph.transact import UNSET, Request, already_applied_report, run_in_transaction
+from fgraph.values import RefWire, Value
+
+MAX_EVENT_BYTES = 8 * 1048576 + 65536
+EVENT_KEYS = frozenset({"fgraph", "event", "at", "created", "by", "source", "meta", "tx_facts", "asserted",
+                        "retracted"})
+REQUIRED_KEYS = ("asserted", "at", "created", "event", "fgraph", "retracted")
+FORBIDDEN_TX_FACTS = frozenset({"fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta"})
+
+
+# -- reading ------------------------------------------------------------------------
+def iter_lines(source) -> Iterator[tuple[int, bytes | str]]:
+    """(line number, line without LF) for every non-blank line; LF is the only separator."""
+    if isinstance(source, (str, bytes)):
+        sep = "\n" if isinstance(source, str) else b"\n"
+        chunks: Iterable = (part for part in source.split(sep))
+    elif hasattr(source, "readline"):
+        chunks = _bounded_readlines(source)
+    else:
+        chunks = source
+    for number, line in enumerate(chunks, start=1):
+        if isinstance(line, (bytes, bytearray)):
+            line = bytes(line).rstrip(b"\n")
+            if line.strip(b" \t\r\n"):
+                yield number, line
+        else:
+            line = line.rstrip("\n")
+            if line.strip(" \t\r\n"):
+                yield number, line
+
+
+def _bounded_readlines(handle) -> Iterator:
+    """readline with a cap, so one endless line cannot exhaust memory."""
+    while True:
+        line = handle.readline(MAX_EVENT_BYTES + 2)
+        if not line:
+            return
+        if len(line) > MAX_EVENT_BYTES + 1 and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+            yield line  # oversized: rejected by size before the rest is read
+            return
+        yield line
+
+
+def parse_line(number: int, line) -> dict:
+    raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    body = raw.rstrip(b"\r")
+    if len(body) > MAX_EVENT_BYTES:
+        raise TooLarge(f"line {number}: the event is over {MAX_EVENT_BYTES} bytes",
+                       "events larger than the cap cannot be applied")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueTypeError(f"line {number}: not valid UTF-8", "event streams are UTF-8 text") from None
+    record = loads(text)
+    validate_record(record)
+    return record
+
+
+# -- validation ---------------------------------------------------------------------
+def _fail(what: str) -> ValueTypeError:
+    return ValueTypeError(what, "apply only accepts event/1 records as written by `fgraph tail`")
+
+
+def check_selector(sel, what: str):
+    if isinstance(sel, str):
+        check_name(sel, what)
+        return sel
+    if isinstance(sel, dict) and set(sel) == {"eid"}:
+        check_event_uuid(sel["eid"], "eid")
+        return sel
+    raise _fail(f"{what} {sel!r} must be a name or {{\"eid\": uuid}}")
+
+
+def check_attribute(name) -> str:
+    try:
+        return check_attribute_name(name)
+    except SchemaError:
+        raise _fail(f"attribute {name!r} is not a valid attribute name") from None
+
+
+def check_tagged(value, tag):
+    if not isinstance(tag, str) or tag not in values.LOGICAL_TYPES:
+        raise _fail(f"unknown tag {tag!r}")
+    decoded = values.from_tagged(value, tag)
+    if isinstance(decoded, RefWire):
+        check_selector(decoded.selector, "ref")
+    return decoded
+
+
+def validate_record(record) -> None:
+    if not isinstance(record, dict) or record.get("fgraph") != "event/1":
+        raise _fail("the record is not an event/1 object")
+    unknown = set(record) - EVENT_KEYS
+    if unknown:
+        raise _fail(f"unknown fields {sorted(unknown)} (redacted stubs and excision events cannot be applied)")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise _fail(f"missing fields {missing}")
+    check_event_uuid(record["event"])
+    at = record["at"]
+    if isinstance(at, bool) or not isinstance(at, int) or not INSTANT_MIN <= at <= INSTANT_MAX:
+        raise _fail(f"at {at!r} is not an instant in microseconds")
+    for key in ("created", "asserted", "retracted", "tx_facts"):
+        if key in record and not isinstance(record[key], list):
+            raise _fail(f"{key} must be an array")
+    for key in ("by", "source"):
+        if key in record and not isinstance(record[key], str):
+            raise _fail(f"{key} must be text")
+    if "meta" in record:
+        values.from_wire({"json": record["meta"]})
+    for sel in record["created"]:
+        check_selector(sel, "created identity")
+    for key in ("asserted", "retracted"):
+        for item in record[key]:
+            if not isinstance(item, list) or len(item) != 4:
+                raise _fail(f"{key} items must be [entity, attribute, value, tag]")
+            check_selector(item[0], "entity")
+            check_attribute(item[1])
+            check_tagged(item[2], item[3])
+    for item in record.get("tx_facts", ()):
+        if not isinstance(item, list) or len(item) != 3:
+            raise _fail("tx_facts items must be [attribute, value, tag]")
+        check_attribute(item[0])
+        if item[0] in FORBIDDEN_TX_FACTS:
+            raise SchemaError(f"tx_facts cannot set {item[0]!r}", "by, source and meta are top-level event keys")
+        check_tagged(item[1], item[2])
+
+
+# -- replay ---------------------------------------------------------------------------
+def replay_hook(record: dict):
+    """Plan one record: created first (names unify), then retractions, assertions, tx facts."""
+
+    def hook(planner) -> None:
+        planner.replaying = True
+        created_eids = []
+        for sel in record["created"]:
+            if isinstance(sel, str):
+                planner.named(sel, allocate=True)
+                continue
+            eid = sel["eid"]
+            found = planner.cat.id_by_gid(uuid_to_gid(eid))
+            if found is None:
+                found = planner._allocate("tmp", "event:" + eid)
+                found.gid = uuid_to_gid(eid)
+                created_eids.append(found)
+            planner.eid_overrides[eid] = found
+        planner.allocation_closed = True
+        for e, a, value, tag in record["retracted"]:
+            planner.item += 1
+            target = planner.entity(e, allocate=False)
+            attr = planner.attribute(a, allocate=False)
+            decoded = _resolve(planner, check_tagged(value, tag), allocate=False)
+            if target is not None and attr is not None and decoded is not None:
+                planner.remove(planner.slot(target, attr), (decoded.t, decoded.v))
+        for e, a, value, tag in record["asserted"]:
+            planner.item += 1
+            target = planner.entity(e, allocate=True)
+            planner.writable(target)
+            _assert(planner, target, planner.attribute(a, allocate=True), check_tagged(value, tag))
+        planner.item += 1
+        for a, value, tag in record.get("tx_facts", ()):
+            _assert(planner, planner.tx, planner.attribute(a, allocate=True), check_tagged(value, tag))
+        planner.created_eids = created_eids
+
+    return hook
+
+
+def _resolve(planner, decoded, allocate: bool):
+    if isinstance(decoded, RefWire):
+        target = planner.entity(decoded.selector, allocate=allocate)
+        return None if target is None else Value(values.TAG_REF, target, None)
+    return decoded
+
+
+def _assert(planner, e, a, decoded) -> None:
+    value = _resolve(planner, decoded, allocate=True)
+    planner.check_type_now(e, a, value)
+    planner.assert_fact(e, a, value)
+
+
+def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, identity_cache) -> dict:
+    """Apply one validated record inside the caller's write transaction."""
+    canonical = dumps(record)
+    digest = hashlib.sha256(canonical.encode("utf-8")).digest()
+    cat = Catalog(conn, cache=identity_cache)
+    existing = cat.id_by_gid(uuid_to_gid(record["event"]))
+    if existing is not None:
+        row = cat.event_row(existing) if cat.is_transaction(existing) else None
+        if row is not None and row[0] == digest:
+            return already_applied_report(cat, existing)
+        raise Conflict(f"event {record['event']} collides with a different local event or identity",
+                       "the stream reuses a UUID with another payload; do not apply altered streams")
+    request = Request([], by=record.get("by"), source=record.get("source"), meta=record.get("meta", UNSET))
+    hook = replay_hook(record)
+    holder = {}
+
+    def planned(planner) -> None:
+        hook(planner)
+        holder["planner"] = planner
+
+    report = run_in_transaction(conn, request, None, clock=clock, event_factory=event_factory,
+                                schema_cache=schema_cache, identity_cache=identity_cache, planner_hook=planned,
+                                event_uuid=record["event"], imported_at=record["at"], event_override=record,
+                                check_delta=_check_created)
+    return report
+
+
+def _check_created(planner, delta) -> None:
+    kept = {id(n) for n in delta.new}
+    for ident in getattr(planner, "created_eids", ()):
+        if id(ident) not in kept:
+            raise ValueTypeError(f"the event creates {ident.key[6:]} but never uses it",
+                                 "a valid event only lists identities its facts use")
+
+
+def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_cache,
+                 on_report: Callable[[dict], None] | None = None, dry_run: bool = False) -> dict:
+    """Apply every record of ``source`` in one write transaction; returns the summary counts."""
+    from fgraph.transact import begin_immediate
+
+    summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
+    begin_immediate(conn)
+    try:
+        schema_cache.validate(conn)
+        for number, line in iter_lines(source):
+            try:
+                record = parse_line(number, line)
+                report = apply_record(conn, record, clock=clock, event_factory=event_factory,
+                                      schema_cache=schema_cache, identity_cache=identity_cache)
+            except FgraphError as exc:
+                if exc.message.startswith(f"line {number}:"):
+                    raise
+                raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+            summary["events"] += 1
+            summary[report["status"]] += 1
+            if on_report is not None:
+                on_report(report)
+        summary["basis_tx"] = Catalog(conn).latest_tx()
+        conn.execute("ROLLBACK" if dry_run else "COMMIT")
+        return summary
+    except BaseException:
+        schema_cache.clear()
+        identity_cache.clear()
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+
+
+def read_error(path: str, exc: OSError) -> FormatError:
+    return FormatError(f"cannot read {path!r}: {exc.strerror or exc}", "check the path and its permissions")
