@@ -232,30 +232,53 @@ def _check_created(planner, delta) -> None:
                                  "a valid event only lists identities its facts use")
 
 
+DRY_RUN_LIST_CAP = 100
+
+
 def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_cache,
                  on_report: Callable[[dict], None] | None = None, dry_run: bool = False) -> dict:
-    """Apply every record of ``source`` in one write transaction; returns the summary counts."""
+    """Apply every record of ``source`` in one write transaction; returns the summary counts.
+
+    With ``dry_run`` every record is applied inside its own savepoint and the whole
+    transaction is rolled back at the end: conflicting events are counted and listed
+    instead of aborting, and receiver values the stream would supersede are listed.
+    """
     from fgraph.transact import begin_immediate
 
     summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
+    dry = DryRun(0) if dry_run else None
     begin_immediate(conn)
     try:
         schema_cache.validate(conn)
+        if dry is not None:
+            dry.initial_basis = Catalog(conn).latest_tx()
         for number, line in iter_lines(source):
             try:
                 record = parse_line(number, line)
-                report = apply_record(conn, record, clock=clock, event_factory=event_factory,
-                                      schema_cache=schema_cache, identity_cache=identity_cache)
+                if dry is not None:
+                    report = dry.apply(conn, number, record, lambda: apply_record(
+                        conn, record, clock=clock, event_factory=event_factory,
+                        schema_cache=schema_cache, identity_cache=identity_cache))
+                else:
+                    report = apply_record(conn, record, clock=clock, event_factory=event_factory,
+                                          schema_cache=schema_cache, identity_cache=identity_cache)
             except FgraphError as exc:
                 if exc.message.startswith(f"line {number}:"):
                     raise
                 raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
             summary["events"] += 1
+            if report is None:
+                continue
             summary[report["status"]] += 1
             if on_report is not None:
                 on_report(report)
         summary["basis_tx"] = Catalog(conn).latest_tx()
-        conn.execute("ROLLBACK" if dry_run else "COMMIT")
+        if dry is not None:
+            conn.execute("ROLLBACK")
+            schema_cache.clear()
+            identity_cache.clear()
+            return dry.summary(summary)
+        conn.execute("COMMIT")
         return summary
     except BaseException:
         schema_cache.clear()
@@ -263,6 +286,50 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
         if not conn.getautocommit():
             conn.execute("ROLLBACK")
         raise
+
+
+class DryRun:
+    """Bookkeeping for ``apply --dry-run``: conflicts and superseded receiver values."""
+
+    def __init__(self, basis: int):
+        self.initial_basis = basis
+        self.conflicts: list = []
+        self.disagreements: list = []
+        self.conflicting = 0
+
+    def apply(self, conn, number: int, record: dict, run):
+        conn.execute("SAVEPOINT dry_run_event")
+        try:
+            report = run()
+        except Conflict as exc:
+            conn.execute("ROLLBACK TO dry_run_event")
+            conn.execute("RELEASE dry_run_event")
+            self.conflicting += 1
+            if len(self.conflicts) < DRY_RUN_LIST_CAP:
+                self.conflicts.append({"event": record["event"], "line": number, "message": str(exc)})
+            return None
+        conn.execute("RELEASE dry_run_event")
+        self.note_disagreements(number, record, report)
+        return report
+
+    def note_disagreements(self, number: int, record: dict, report: dict) -> None:
+        """Receiver facts (older than this apply) superseded without the stream retracting them."""
+        explicit = {(str(e), a) for e, a, _, _ in record["retracted"]}
+        for fact in report["retracted"]:
+            if fact["tx"] > self.initial_basis or (str(fact["e"]), fact["a"]) in explicit:
+                continue
+            new = [f["v"] for f in report["asserted"] if f["e"] == fact["e"] and f["a"] == fact["a"]]
+            if len(self.disagreements) < DRY_RUN_LIST_CAP:
+                self.disagreements.append({"attribute": fact["a"], "entity": fact["e"], "event": record["event"],
+                                           "line": number, "receiver": fact["v"],
+                                           "stream": new[0] if new else None})
+
+    def summary(self, counts: dict) -> dict:
+        return {"already_applied": counts["already_applied"], "basis_tx": self.initial_basis,
+                "conflicting": self.conflicting, "conflicts": self.conflicts,
+                "disagreements": self.disagreements, "dry_run": True, "events": counts["events"],
+                "new": counts["applied"], "noop": counts["noop"],
+                "truncated": self.conflicting > len(self.conflicts) or len(self.disagreements) >= DRY_RUN_LIST_CAP}
 
 
 def read_error(path: str, exc: OSError) -> FormatError:
