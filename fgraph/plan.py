@@ -172,6 +172,9 @@ class Planner:
         if text in self.eid_overrides:
             return self.eid_overrides[text]
         found = self.cat.id_by_gid(uuid_to_gid(text))
+        if found is None and self.replaying:
+            raise ValueTypeError(f"the event uses eid {text}, which is neither known here nor in its created list",
+                                 "a valid event lists every identity it allocates in `created`")
         if found is None:
             raise NotFound(f"no identity has eid {text}", "use an eid printed by tail, snapshot or get")
         return found
