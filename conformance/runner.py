@@ -1,0 +1,850 @@
+"""Conformance case runner (spec 11): load cases, match results, drive runtimes.
+
+Dependency-free on purpose (stdlib; ``apsw`` only for the CLI ``facts`` step,
+imported lazily, with the stdlib ``sqlite3`` as fallback) so that the same file
+runs under this project's venv and under the published runtime's Python
+(``conformance/derive.py`` imports it by path).
+
+Entry points:
+
+- :func:`load_case` — strict JSON loading of a case file.
+- :func:`match` — the matcher of 11 §2.1 (returns a list of mismatches).
+- :func:`subset_skip_reason` — the first-release subset rule of 11 §2.4.
+- :class:`LibraryAdapter` — drives an in-process Python library (11 §3).
+- :class:`CliAdapter` — drives any runtime's ``fgraph`` executable (09).
+- :func:`run_case` — runs one case on one adapter; raises :class:`CaseFailure`
+  or :class:`CaseSkipped`, returns a :class:`CaseReport` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+# --------------------------------------------------------------------------
+# Case format
+
+GENESIS_AT = 1767225600000000
+CLOCK_STEP = 1_000_000
+EVENT_SEED = "fgraph-conformance-v2"
+
+ERROR_NAMES = frozenset({
+    "NotFound", "Conflict", "SchemaError", "TypeError", "QueryError",
+    "FormatError", "ReadOnly", "TooLarge", "Unsupported",
+})
+
+#: actions of the first release
+CORE_READS = frozenset({"stats", "receipt", "entity", "history", "why", "diff", "facts"})
+CORE_WRITES = frozenset({"tx", "declare", "undo"})
+#: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
+LATER_READS = frozenset({"q", "explain", "datoms", "search", "attributes", "schema",
+                         "validate", "schema_manifest", "schema_check"})
+LATER_WRITES = frozenset({"shape", "schema_apply"})
+ACTIONS = CORE_READS | CORE_WRITES | LATER_READS | LATER_WRITES | {"at"}
+WRITE_ACTIONS = CORE_WRITES | LATER_WRITES
+
+#: modifiers a step may carry besides its action. ``depth`` on ``entity`` is a
+#: project extension (``entity(ref, depth=N)`` / ``get --depth N``).
+MODIFIERS = {"options": {"tx"}, "steps": {"at"}, "args": {"q", "explain"},
+             "depth": {"entity"}}
+CASE_KEYS = ("name", "comment", "steps")
+
+
+class CaseFormatError(ValueError):
+    """The case file itself is malformed."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CaseFormatError(f"duplicate key {key!r} in case JSON")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise CaseFormatError(f"non-standard JSON literal {name} in case JSON")
+
+
+def loads_strict(text: str) -> Any:
+    """Parse JSON rejecting duplicate keys and NaN/Infinity literals."""
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+
+
+_INVISIBLE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def dumps_json(value: Any, *, ascii_only: bool = False, separators: tuple[str, str] = (",", ":")) -> str:
+    """Serialize case JSON. Unlike ``json.dumps`` it writes an infinite float as
+    ``1e400`` / ``-1e400`` (the literal that parses to it), so case data that
+    tests overflow survives a round trip; NaN is refused."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        if value != value:
+            raise ValueError("NaN cannot appear in case JSON")
+        if value in (float("inf"), float("-inf")):
+            return "1e400" if value > 0 else "-1e400"
+        return repr(value)
+    if isinstance(value, int):
+        return json.dumps(value)
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=ascii_only)
+        # keep case files readable and encodable: escape DEL, C1 controls, line and
+        # paragraph separators and lone surrogates
+        return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    if isinstance(value, dict):
+        item, sep = separators
+        return "{" + item.join(json.dumps(str(k), ensure_ascii=ascii_only) + sep
+                               + dumps_json(v, ascii_only=ascii_only, separators=separators)
+                               for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + separators[0].join(
+            dumps_json(v, ascii_only=ascii_only, separators=separators) for v in value) + "]"
+    raise TypeError(f"cannot serialize {type(value).__name__} as case JSON")
+
+
+def load_case(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Load and validate one case file."""
+    text = Path(path).read_text(encoding="utf-8")
+    case = loads_strict(text)
+    validate_case(case)
+    return case
+
+
+def step_action(step: dict[str, Any]) -> str:
+    actions = [key for key in step if key in ACTIONS]
+    if len(actions) != 1:
+        raise CaseFormatError(f"a step needs exactly one action key, got {sorted(step)}")
+    return actions[0]
+
+
+def validate_case(case: Any) -> None:
+    if not isinstance(case, dict) or not isinstance(case.get("steps"), list):
+        raise CaseFormatError("a case is an object with a 'steps' array")
+    extra = set(case) - set(CASE_KEYS)
+    if extra:
+        raise CaseFormatError(f"unknown case keys {sorted(extra)}")
+    _validate_steps(case["steps"], "steps")
+
+
+def _validate_steps(steps: list[Any], path: str) -> None:
+    for index, step in enumerate(steps):
+        where = f"{path}[{index}]"
+        if not isinstance(step, dict):
+            raise CaseFormatError(f"{where}: a step is an object")
+        action = step_action(step)
+        for key in step:
+            if key in (action, "expect", "error"):
+                continue
+            if key not in MODIFIERS or action not in MODIFIERS[key]:
+                raise CaseFormatError(f"{where}: unknown modifier {key!r} for action {action!r}")
+        if "expect" in step and "error" in step:
+            raise CaseFormatError(f"{where}: a step has at most one of expect/error")
+        if "error" in step and step["error"] not in ERROR_NAMES:
+            raise CaseFormatError(f"{where}: unknown error name {step['error']!r}")
+        if action == "at":
+            if "error" in step and "steps" in step:
+                raise CaseFormatError(f"{where}: an 'at' step with 'error' has no 'steps'")
+            if "expect" in step:
+                raise CaseFormatError(f"{where}: an 'at' step has no 'expect'")
+            _validate_steps(step.get("steps", []), f"{where}.steps")
+
+
+def iter_steps(steps: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every step, nested ``at`` steps included, in document order."""
+    for step in steps:
+        yield step
+        if "at" in step:
+            yield from iter_steps(step.get("steps", []))
+
+
+def subset_skip_reason(case: dict[str, Any]) -> str | None:
+    """11 §2.4: a case with a later write step is skipped entirely."""
+    for step in iter_steps(case["steps"]):
+        action = step_action(step)
+        if action in LATER_WRITES:
+            return f"first-release subset: the case uses the later write step {action!r}"
+    return None
+
+
+# --------------------------------------------------------------------------
+# Matching (11 §2.1)
+
+def to_jsonable(value: Any) -> Any:
+    """Convert a runtime result to plain JSON types (dict/list/str/int/float/bool/None)."""
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        value = to_dict()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"hex": bytes(value).hex()}
+    raise TypeError(f"result value of type {type(value).__name__} is not JSON: {value!r}")
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def match(expected: Any, actual: Any, path: str = "$") -> list[str]:
+    """Mismatches between an expectation and an actual JSON value (empty = match).
+
+    Objects: exactly the expected keys unless the expected object holds
+    ``"...": true`` (extra keys allowed at that level only). Arrays: same length
+    and order. Numbers compare numerically (``0 == 0.0``); booleans strictly
+    (``true`` never equals ``1``).
+    """
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{path}: expected an object, got {_short(actual)}"]
+        problems: list[str] = []
+        open_object = expected.get("...") is True
+        for key, want in expected.items():
+            if key == "..." and want is True:
+                continue
+            if key not in actual:
+                problems.append(f"{path}.{key}: missing (expected {_short(want)})")
+            else:
+                problems.extend(match(want, actual[key], f"{path}.{key}"))
+        if not open_object:
+            for key in actual:
+                if key not in expected:
+                    problems.append(f"{path}.{key}: unexpected key (value {_short(actual[key])})")
+        return problems
+    if isinstance(expected, list):
+        if not isinstance(actual, list):
+            return [f"{path}: expected an array, got {_short(actual)}"]
+        if len(expected) != len(actual):
+            return [f"{path}: expected {len(expected)} items, got {len(actual)}: {_short(actual)}"]
+        problems = []
+        for index, (want, got) in enumerate(zip(expected, actual)):
+            problems.extend(match(want, got, f"{path}[{index}]"))
+        return problems
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        if type(expected) is not type(actual) or expected != actual:
+            return [f"{path}: expected {_short(expected)}, got {_short(actual)}"]
+        return []
+    if isinstance(expected, (int, float)):
+        if not isinstance(actual, (int, float)) or expected != actual:
+            return [f"{path}: expected {_short(expected)}, got {_short(actual)}"]
+        return []
+    if expected is None:
+        return [] if actual is None else [f"{path}: expected null, got {_short(actual)}"]
+    if isinstance(expected, str):
+        if not isinstance(actual, str) or expected != actual:
+            return [f"{path}: expected {_short(expected)}, got {_short(actual)}"]
+        return []
+    raise CaseFormatError(f"{path}: expectation of type {type(expected).__name__}")
+
+
+# --------------------------------------------------------------------------
+# Outcomes
+
+
+class CaseSkipped(Exception):
+    """The whole case cannot run on this adapter (reason in args[0])."""
+
+
+class CaseFailure(AssertionError):
+    """A step did not behave as the case says."""
+
+
+class NotExpressible(Exception):
+    """This adapter cannot express the step (reason in args[0])."""
+
+
+class StepError(Exception):
+    """The runtime raised a typed error for the step."""
+
+    def __init__(self, name: str, message: str = ""):
+        super().__init__(name, message)
+        self.name = name
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.message}"
+
+
+class RuntimeCrash(Exception):
+    """The runtime failed in a way that is not a typed fgraph error."""
+
+
+@dataclass
+class CaseReport:
+    adapter: str
+    ran: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------
+# Running
+
+
+def run_case(case: dict[str, Any], adapter: "Adapter") -> CaseReport:
+    """Run one case on a fresh database of ``adapter``."""
+    reason = subset_skip_reason(case)
+    if reason:
+        raise CaseSkipped(reason)
+    adapter.check_case(case)
+    report = CaseReport(adapter=adapter.label)
+    adapter.start()
+    try:
+        _run_steps(case["steps"], adapter, adapter.root(), "steps", report)
+    finally:
+        adapter.stop()
+    return report
+
+
+def _describe(step: dict[str, Any]) -> str:
+    return _short({k: v for k, v in step.items() if k not in ("steps", "expect")}, 400)
+
+
+def _run_steps(steps: list[dict[str, Any]], adapter: "Adapter", ctx: Any, path: str,
+               report: CaseReport) -> None:
+    for index, step in enumerate(steps):
+        where = f"{path}[{index}]"
+        action = step_action(step)
+        if action in LATER_READS:
+            report.skipped.append(f"{where}: later read step {action!r}")
+            continue
+        try:
+            if action == "at":
+                outcome = _attempt(lambda: adapter.view(ctx, step["at"], step), where, step)
+            else:
+                outcome = _attempt(lambda: adapter.perform(ctx, action, step), where, step)
+        except NotExpressible as exc:
+            if action in WRITE_ACTIONS and "error" not in step:
+                # Every later step may depend on this write: the case cannot run here.
+                raise CaseSkipped(f"{adapter.label} cannot express {where} ({exc.args[0]})") from None
+            # A read, or a write that must fail (a failing write changes nothing, 08 §2).
+            report.skipped.append(f"{where}: {exc.args[0]}")
+            continue
+        report.ran += 1
+        kind, value = outcome
+        if "error" in step:
+            if kind == "ok":
+                raise CaseFailure(f"{where} {_describe(step)}: expected {step['error']}, "
+                                  f"got a result: {_short(value)}")
+            if value.name != step["error"]:
+                raise CaseFailure(f"{where} {_describe(step)}: expected {step['error']}, "
+                                  f"got {value}")
+            continue
+        if kind == "error":
+            raise CaseFailure(f"{where} {_describe(step)}: unexpected error {value}")
+        if action == "at":
+            _run_steps(step.get("steps", []), adapter, value, f"{where}.steps", report)
+            continue
+        if "expect" in step:
+            expected, actual = adapter.normalize(action, step["expect"], value)
+            problems = match(expected, actual)
+            if problems:
+                listed = "\n  ".join(problems[:20])
+                raise CaseFailure(f"{where} {_describe(step)}: result does not match:\n  {listed}"
+                                  f"\nactual: {_short(actual, 2000)}")
+
+
+def _attempt(call: Callable[[], Any], where: str, step: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        return "ok", call()
+    except StepError as exc:
+        return "error", exc
+    except RuntimeCrash as exc:
+        raise CaseFailure(f"{where} {_describe(step)}: runtime crashed: {exc}") from exc
+
+
+def perform_raw(case: dict[str, Any], adapter: "Adapter",
+                visit: Callable[[dict[str, Any], str, tuple[str, Any] | None], None]) -> None:
+    """Run every step and hand each outcome to ``visit`` (no matching) — for derive.py.
+
+    ``visit(step, where, outcome)``: outcome is ``("ok", result)``,
+    ``("error", name)`` or ``None`` for a skipped later read. Nested steps of an
+    ``at`` run only when the view opened.
+    """
+    adapter.start()
+    try:
+        _perform_steps(case["steps"], adapter, adapter.root(), "steps", visit)
+    finally:
+        adapter.stop()
+
+
+def _perform_steps(steps, adapter, ctx, path, visit) -> None:
+    for index, step in enumerate(steps):
+        where = f"{path}[{index}]"
+        action = step_action(step)
+        if action in LATER_READS:
+            visit(step, where, None)
+            continue
+        call = ((lambda: adapter.view(ctx, step["at"], step)) if action == "at"
+                else (lambda: adapter.perform(ctx, action, step)))
+        try:
+            outcome: tuple[str, Any] = ("ok", call())
+        except StepError as exc:
+            outcome = ("error", exc.name)
+        visit(step, where, outcome)
+        if action == "at" and outcome[0] == "ok":
+            _perform_steps(step.get("steps", []), adapter, outcome[1], f"{where}.steps", visit)
+
+
+# --------------------------------------------------------------------------
+# Adapters
+
+
+class Adapter:
+    """Interface of a runtime driver. ``ctx`` is the adapter's notion of a view."""
+
+    label = "adapter"
+
+    def check_case(self, case: dict[str, Any]) -> None:
+        """Raise CaseSkipped when the whole case is out of reach (before starting)."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def root(self) -> Any:
+        raise NotImplementedError
+
+    def view(self, ctx: Any, value: Any, step: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def perform(self, ctx: Any, action: str, step: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def normalize(self, action: str, expected: Any, actual: Any) -> tuple[Any, Any]:
+        return expected, actual
+
+
+def _ref_args(value: Any) -> list[Any]:
+    """``history``/``why`` value: a selector or ``[selector, attr]``."""
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _facts_rows(connection: Any) -> list[list[Any]]:
+    rows = connection.execute(
+        "SELECT id, e, a, v, t, tx, rx FROM fgraph_facts WHERE id > 39 ORDER BY id")
+    out = []
+    for row in rows:
+        row = list(row)
+        if isinstance(row[3], (bytes, bytearray, memoryview)):
+            row[3] = {"hex": bytes(row[3]).hex()}
+        out.append(row)
+    return out
+
+
+class LibraryAdapter(Adapter):
+    """Drives a Python library with the 11 §3 surface in-process (``:memory:``)."""
+
+    def __init__(self, module: Any, label: str = "lib"):
+        self.module = module
+        self.label = label
+        self.db: Any = None
+        self._saved_seed: str | None = None
+        base = getattr(module, "FgraphError", None) or getattr(module, "FGraphError", None)
+        self.error_base: type[BaseException] | None = base if isinstance(base, type) else None
+
+    # clock: first reading is genesis, then +1 s per reading (11 §2.3)
+    @staticmethod
+    def make_clock() -> Callable[[], int]:
+        state = {"next": GENESIS_AT}
+
+        def clock() -> int:
+            value = state["next"]
+            state["next"] = value + CLOCK_STEP
+            return value
+
+        return clock
+
+    def start(self) -> None:
+        self._saved_seed = os.environ.get("FGRAPH_EVENT_SEED")
+        os.environ["FGRAPH_EVENT_SEED"] = EVENT_SEED
+        try:
+            self.db = self._call(lambda: self.module.connect(":memory:", clock=self.make_clock()))
+        except BaseException:
+            self._restore_env()
+            raise
+
+    def stop(self) -> None:
+        try:
+            if self.db is not None:
+                close = getattr(self.db, "close", None)
+                if callable(close):
+                    close()
+        finally:
+            self.db = None
+            self._restore_env()
+
+    def _restore_env(self) -> None:
+        if self._saved_seed is None:
+            os.environ.pop("FGRAPH_EVENT_SEED", None)
+        else:
+            os.environ["FGRAPH_EVENT_SEED"] = self._saved_seed
+
+    def root(self) -> Any:
+        return self.db
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - classify below
+            cls = type(exc)
+            name = getattr(cls, "name", cls.__name__)
+            typed = (isinstance(exc, self.error_base) if self.error_base is not None
+                     else name in ERROR_NAMES)
+            if typed and isinstance(name, str):
+                raise StepError(name, str(exc)) from exc
+            raise RuntimeCrash(f"{cls.__module__}.{cls.__qualname__}: {exc}") from exc
+
+    def view(self, ctx: Any, value: Any, step: dict[str, Any]) -> Any:
+        return self._call(lambda: ctx.at(value))
+
+    def perform(self, ctx: Any, action: str, step: dict[str, Any]) -> Any:
+        value = step[action]
+        if action == "facts":
+            connection = getattr(self.db, "connection", None)
+            if connection is None:
+                connection = getattr(self.db, "_connection")
+            return _facts_rows(connection)
+        if action == "tx":
+            call = lambda: ctx.transact(value, **step.get("options", {}))  # noqa: E731
+        elif action == "declare":
+            rest = dict(value)
+            attr = rest.pop("attr")
+            call = lambda: ctx.declare(attr, **rest)  # noqa: E731
+        elif action == "undo":
+            rest = dict(value)
+            target = rest.pop("target")
+            call = lambda: ctx.undo(target, **rest)  # noqa: E731
+        elif action == "receipt":
+            call = lambda: ctx.receipt(value)  # noqa: E731
+        elif action == "entity":
+            if "depth" in step:
+                call = lambda: ctx.entity(value, depth=step["depth"])  # noqa: E731
+            else:
+                call = lambda: ctx.entity(value)  # noqa: E731
+        elif action == "history":
+            call = lambda: ctx.history(*_ref_args(value))  # noqa: E731
+        elif action == "why":
+            call = lambda: ctx.why(*_ref_args(value))  # noqa: E731
+        elif action == "diff":
+            call = lambda: ctx.diff(*value)  # noqa: E731
+        elif action == "stats":
+            call = lambda: ctx.stats()  # noqa: E731
+        else:
+            raise NotExpressible(f"action {action!r} is not supported by this runner")
+        result = self._call(call)
+        return to_jsonable(result)
+
+
+# ---- CLI
+
+
+_ERROR_LINE = re.compile(r"^([A-Za-z]+): ")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _argv_safe(text: str) -> bool:
+    return "\x00" not in text and not any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+def _ref_arg(value: Any) -> str:
+    """A CLI REF argument: a name or an id (a string of digits is an id, 09 §4)."""
+    if _is_int(value):
+        if value < 0:
+            raise NotExpressible(f"negative id {value} (the CLI would read it as a name)")
+        return str(value)
+    if isinstance(value, str):
+        if value.isascii() and value.isdigit():
+            raise NotExpressible(f"name {value!r} is all digits (the CLI reads it as an id)")
+        if not value or not _argv_safe(value):
+            raise NotExpressible(f"name {value!r} cannot be an argument")
+        return value
+    raise NotExpressible(f"selector {_short(value)} is not a name or an id")
+
+
+def _int_arg(value: Any, what: str) -> str:
+    if not _is_int(value):
+        raise NotExpressible(f"{what} {_short(value)} is not an integer")
+    return str(value)
+
+
+def _text_arg(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not _argv_safe(value):
+        raise NotExpressible(f"{what} {_short(value)} is not an argv-safe string")
+    return value
+
+
+def _positionals(values: list[str]) -> list[str]:
+    """Positional arguments, after ``--`` when one could be read as an option."""
+    if any(v.startswith("-") for v in values):
+        return ["--", *values]
+    return values
+
+
+def _short_args(args: list[str]) -> str:
+    text = shlex.join(args)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+class CliAdapter(Adapter):
+    """Drives a runtime's ``fgraph`` executable on a temporary file database.
+
+    Environment: ``FGRAPH_CLOCK=1767225600000000`` and the event seed; the
+    constant clock plus the monotonic rule (03 §8) give the library clock's
+    times. Every command runs with ``--db FILE --json``.
+    """
+
+    #: CLI commands never compare the file size (``stats.size``)
+    IGNORED_STATS_KEYS = ("size",)
+
+    def __init__(self, executable: str | os.PathLike[str] | list[str], label: str = "cli",
+                 timeout: float = 120.0):
+        if isinstance(executable, (list, tuple)):
+            self.command = [str(part) for part in executable]
+        elif os.path.exists(str(executable)):
+            self.command = [str(executable)]
+        else:
+            self.command = shlex.split(str(executable))
+        self.label = label
+        self.timeout = timeout
+        self.tmpdir: str | None = None
+        self.path: str | None = None
+        self.initialized = False
+        self.invocations = 0
+        env = dict(os.environ)
+        for key in ("FGRAPH_DB", "FGRAPH_QUERY_BUDGET"):
+            env.pop(key, None)
+        env["FGRAPH_CLOCK"] = str(GENESIS_AT)
+        env["FGRAPH_EVENT_SEED"] = EVENT_SEED
+        self.env = env
+
+    # -- lifecycle
+    def start(self) -> None:
+        self.tmpdir = tempfile.mkdtemp(prefix="fgraph-conformance-")
+        self.path = os.path.join(self.tmpdir, "case.fgraph")
+        self.initialized = False
+
+    def stop(self) -> None:
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+        self.tmpdir = self.path = None
+
+    def root(self) -> Any:
+        return None  # None = the live database; an int = the --at view
+
+    # -- process
+    def run(self, args: list[str], *, write: bool) -> Any:
+        """Run one command; return its parsed JSON output or raise StepError/RuntimeCrash."""
+        if not write and not self.initialized:
+            self._invoke(["init"])
+            self.initialized = True
+        result = self._invoke(args)
+        if write:
+            self.initialized = True
+        return result
+
+    def _invoke(self, args: list[str]) -> Any:
+        assert self.path is not None, "adapter not started"
+        argv = [*self.command, "--db", self.path, "--json", *args]
+        self.invocations += 1
+        proc = subprocess.run(argv, env=self.env, cwd=self.tmpdir, capture_output=True,
+                              timeout=self.timeout, check=False)
+        stdout = proc.stdout.decode("utf-8", errors="replace")
+        stderr = proc.stderr.decode("utf-8", errors="replace")
+        if proc.returncode == 0:
+            try:
+                return loads_strict(stdout)
+            except (ValueError, CaseFormatError) as exc:
+                raise RuntimeCrash(f"`{_short_args(args)}` printed non-JSON output "
+                                   f"({exc}): {stdout[:500]!r}") from None
+        first = stderr.splitlines()[0] if stderr else ""
+        found = _ERROR_LINE.match(first)
+        if proc.returncode == 1 and found and found.group(1) in ERROR_NAMES:
+            raise StepError(found.group(1), first[found.end():])
+        tail = [line for line in stderr.splitlines() if line.strip()][-3:]
+        raise RuntimeCrash(f"`{_short_args(args)}` exited {proc.returncode}: "
+                           + " | ".join(tail))
+
+    # -- steps
+    def view(self, ctx: Any, value: Any, step: dict[str, Any]) -> Any:
+        if ctx is not None:
+            raise NotExpressible("nested 'at' (the CLI has one --at per command)")
+        at = _int_arg(value, "at value")  # the CLI's --at takes integers only
+        if "error" in step:
+            # Resolve the view through a read that cannot fail otherwise: system
+            # identity 1 exists at every basis.
+            self.run(["get", f"--at={at}", "1"], write=False)
+        # Nested steps other than `entity` (and `facts`) are skipped one by one.
+        return int(at)
+
+    def perform(self, ctx: Any, action: str, step: dict[str, Any]) -> Any:
+        value = step[action]
+        if action == "facts":
+            if not self.initialized:
+                self.run(["init"], write=True)
+            return self._facts()
+        if ctx is not None and action != "entity":
+            what = "a write" if action in WRITE_ACTIONS else f"{action!r}"
+            raise NotExpressible(f"{what} inside 'at' (only `get --at` exists)")
+        if action == "tx":
+            return self.run(self._add_args(value, step.get("options", {})), write=True)
+        if action == "declare":
+            return self.run(self._declare_args(value), write=True)
+        if action == "undo":
+            return self.run(self._undo_args(value), write=True)
+        if action == "stats":
+            return self.run(["info"], write=False)
+        if action == "receipt":
+            return self.run(["tx", *_positionals([_int_arg(value, "transaction")])], write=False)
+        if action == "entity":
+            args = ["get"]
+            if "depth" in step:
+                args.append(f"--depth={_int_arg(step['depth'], 'depth')}")
+            if ctx is not None:
+                args.append(f"--at={ctx}")
+            args.extend(_positionals([_ref_arg(value)]))
+            return self.run(args, write=False)
+        if action in ("history", "why"):
+            parts = _ref_args(value)
+            if not 1 <= len(parts) <= 2:
+                raise NotExpressible(f"{action} takes a selector and an optional attribute")
+            pos = [_ref_arg(parts[0])]
+            if len(parts) == 2:
+                pos.append(_text_arg(parts[1], "attribute"))
+            return self.run([action, *_positionals(pos)], write=False)
+        if action == "diff":
+            if not isinstance(value, list) or len(value) != 2:
+                raise NotExpressible("diff takes two times")
+            pos = [_int_arg(value[0], "diff time"), _int_arg(value[1], "diff time")]
+            return self.run(["diff", *_positionals(pos)], write=False)
+        raise NotExpressible(f"action {action!r} has no CLI form")
+
+    def _add_args(self, data: Any, options: dict[str, Any]) -> list[str]:
+        args = ["add"]
+        for key, option in options.items():
+            if key == "operation_id":
+                args.append(f"--operation-id={_text_arg(option, 'operation_id')}")
+            elif key == "if_basis_tx":
+                args.append(f"--if-basis-tx={_int_arg(option, 'if_basis_tx')}")
+            else:
+                raise NotExpressible(f"transact option {key!r} has no CLI form")
+        # ASCII-only JSON text: no raw separators or control characters in argv.
+        text = dumps_json(data, ascii_only=True)
+        if len(text) > 100_000:
+            assert self.tmpdir is not None
+            data_file = os.path.join(self.tmpdir, f"data-{self.invocations}.json")
+            with open(data_file, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            args.append("@" + data_file)
+        elif text.startswith("@") or text == "-":
+            raise NotExpressible("data text would be read as a file name")
+        else:
+            args.extend(_positionals([text]))
+        return args
+
+    def _declare_args(self, value: dict[str, Any]) -> list[str]:
+        rest = dict(value)
+        attr = _text_arg(rest.pop("attr", None), "attribute")
+        args = ["declare"]
+        for key, option in rest.items():
+            if key == "type":
+                args.append(f"--type={_text_arg(option, 'type')}")
+            elif key in ("ref", "many", "unique", "nohistory"):
+                if option is None:
+                    continue
+                if not isinstance(option, bool):
+                    raise NotExpressible(f"declare {key}={_short(option)} is not a boolean")
+                if key == "ref":
+                    args.append("--ref" if option else "--no-ref")
+                elif key == "many":
+                    args.append("--many" if option else "--one")
+                elif key == "unique":
+                    args.append("--unique" if option else "--not-unique")
+                else:
+                    args.append("--nohistory" if option else "--history")
+            elif key == "dims":
+                if option is None:
+                    continue
+                args.append(f"--dims={_int_arg(option, 'dims')}")
+            elif key in ("doc", "vector_model", "operation_id"):
+                if option is None:
+                    continue
+                flag = "--" + key.replace("_", "-")
+                args.append(f"{flag}={_text_arg(option, key)}")
+            elif key == "if_basis_tx":
+                args.append(f"--if-basis-tx={_int_arg(option, 'if_basis_tx')}")
+            else:
+                raise NotExpressible(f"declare option {key!r} has no CLI form")
+        args.extend(_positionals([attr]))
+        return args
+
+    def _undo_args(self, value: dict[str, Any]) -> list[str]:
+        rest = dict(value)
+        target = _int_arg(rest.pop("target", None), "undo target")
+        args = ["undo"]
+        for key, option in rest.items():
+            if key == "operation_id":
+                args.append(f"--operation-id={_text_arg(option, 'operation_id')}")
+            elif key == "if_basis_tx":
+                args.append(f"--if-basis-tx={_int_arg(option, 'if_basis_tx')}")
+            else:
+                raise NotExpressible(f"undo option {key!r} has no CLI form")
+        args.extend(_positionals([target]))
+        return args
+
+    def _facts(self) -> list[list[Any]]:
+        assert self.path is not None
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+        try:
+            import apsw  # noqa: PLC0415 - lazy: only this step needs it
+        except ImportError:
+            import sqlite3  # noqa: PLC0415
+
+            connection = sqlite3.connect(uri, uri=True)
+            try:
+                return _facts_rows(connection)
+            finally:
+                connection.close()
+        connection = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        try:
+            return _facts_rows(connection)
+        finally:
+            connection.close()
+
+    def normalize(self, action: str, expected: Any, actual: Any) -> tuple[Any, Any]:
+        if action == "stats" and isinstance(expected, dict) and isinstance(actual, dict):
+            expected = {k: v for k, v in expected.items() if k not in self.IGNORED_STATS_KEYS}
+            actual = {k: v for k, v in actual.items() if k not in self.IGNORED_STATS_KEYS}
+        return expected, actual
+
+
+# --------------------------------------------------------------------------
+# Case discovery
+
+
+def case_files(root: str | os.PathLike[str]) -> list[Path]:
+    """Every ``*.json`` case under ``root``, sorted by relative path."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    return sorted(base.rglob("*.json"), key=lambda p: p.relative_to(base).as_posix())

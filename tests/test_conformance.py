@@ -1,0 +1,254 @@
+"""The conformance corpus (spec 11) on every runtime we can reach.
+
+Parametrised over case file x adapter:
+
+- ``lib``  — this project's library in-process (``fgraph.connect``);
+- ``cli``  — this project's ``fgraph`` executable;
+- ``peer`` — the executable named by ``FGRAPH_PEER`` (e.g. ``../shared/tools/refpeer``),
+  only when that variable is set; marked ``peer``. Cases under
+  ``conformance/cases/divergent/`` record where we knowingly differ from the
+  published runtime and do not run on the peer.
+
+Cases: ``conformance/cases/**.json`` (ids ``project/<area>/<name>[adapter]``) and,
+when the shared folder exists next to the repository,
+``../shared/fixtures/upstream/cases/**.json`` (ids ``upstream/<area>/<name>[adapter]``).
+
+CLI cases spend their time in subprocesses, so the selected CLI items are run
+ahead on a small thread pool (``FGRAPH_CONFORMANCE_JOBS``, default: CPU count,
+at most 8; ``1`` disables it) and each test reports its own outcome.
+See docs/conformance.md.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OWN_CASES = ROOT / "conformance" / "cases"
+UPSTREAM_CASES = ROOT.parent / "shared" / "fixtures" / "upstream" / "cases"
+DIVERGENT = "divergent"
+CLI_KINDS = ("cli", "peer")
+
+
+def _load_runner():
+    name = "fgraph_conformance_runner"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "conformance" / "runner.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+runner = _load_runner()
+
+
+def _collect() -> list:
+    adapters = ["lib", "cli"]
+    if os.environ.get("FGRAPH_PEER"):
+        adapters.append("peer")
+    params = []
+    for corpus, base in (("project", OWN_CASES), ("upstream", UPSTREAM_CASES)):
+        for path in runner.case_files(base):
+            rel = path.relative_to(base).with_suffix("").as_posix()
+            for kind in adapters:
+                marks = [pytest.mark.peer] if kind == "peer" else []
+                params.append(pytest.param(corpus, rel, path, kind, marks=marks,
+                                           id=f"{corpus}/{rel}[{kind}]"))
+    return params
+
+
+# ---- adapters
+
+def _our_library():
+    try:
+        import fgraph
+    except ImportError as exc:  # pragma: no cover - the package is installed editable
+        pytest.skip(f"fgraph is not importable: {exc}")
+    if not callable(getattr(fgraph, "connect", None)):
+        pytest.skip("fgraph.connect is not implemented yet")
+    return runner.LibraryAdapter(fgraph, label="lib")
+
+
+def _our_executable() -> str:
+    if importlib.util.find_spec("fgraph.cli") is None:
+        pytest.skip("fgraph.cli is not implemented yet")
+    candidate = Path(sys.executable).parent / "fgraph"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("fgraph")
+    if not found:
+        pytest.skip("no fgraph executable next to the interpreter or on PATH")
+    return found
+
+
+def _adapter(corpus: str, rel: str, kind: str):
+    """The adapter for one test, or pytest.skip when it cannot run here."""
+    if kind == "lib":
+        return _our_library()
+    if kind == "cli":
+        return runner.CliAdapter(_our_executable(), label="cli")
+    if corpus == "project" and rel.split("/", 1)[0] == DIVERGENT:
+        pytest.skip("divergent case: records where this runtime knowingly differs from the peer")
+    return runner.CliAdapter(os.environ["FGRAPH_PEER"], label="peer")
+
+
+def _outcome(case: dict[str, Any], adapter) -> tuple[str, str]:
+    """Run a case: ("pass", ""), ("skip", reason) or ("fail", message)."""
+    try:
+        runner.run_case(case, adapter)
+    except runner.CaseSkipped as exc:
+        return "skip", str(exc)
+    except runner.CaseFailure as exc:
+        return "fail", str(exc)
+    return "pass", ""
+
+
+def _prepare(path: Path, corpus: str, rel: str, kind: str):
+    """Load the case and its adapter; pytest.skip for subset cases and absent runtimes."""
+    case = runner.load_case(path)
+    reason = runner.subset_skip_reason(case)
+    if reason:
+        pytest.skip(reason)
+    return case, _adapter(corpus, rel, kind)
+
+
+# ---- parallel prefetch of CLI items
+
+class _Prefetch:
+    def __init__(self, items: list[pytest.Item]):
+        self.futures: dict[str, concurrent.futures.Future] = {}
+        self.pool: concurrent.futures.ThreadPoolExecutor | None = None
+        jobs = int(os.environ.get("FGRAPH_CONFORMANCE_JOBS") or min(8, os.cpu_count() or 1))
+        if jobs <= 1:
+            return
+        work = []
+        for item in items:
+            callspec = getattr(item, "callspec", None)
+            if callspec is None or callspec.params.get("kind") not in CLI_KINDS:
+                continue
+            params = callspec.params
+            try:
+                case, adapter = _prepare(params["path"], params["corpus"], params["rel"],
+                                         params["kind"])
+            except BaseException:  # noqa: BLE001 - skips/errors surface in the test itself
+                continue
+            work.append((item.nodeid, case, adapter))
+        if len(work) < 2:
+            return
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs,
+                                                          thread_name_prefix="conformance")
+        for nodeid, case, adapter in work:
+            self.futures[nodeid] = self.pool.submit(_outcome, case, adapter)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="session")
+def cli_prefetch(request: pytest.FixtureRequest):
+    prefetch = _Prefetch(list(request.session.items))
+    yield prefetch
+    prefetch.close()
+
+
+# ---- tests
+
+@pytest.mark.parametrize(("corpus", "rel", "path", "kind"), _collect())
+def test_case(corpus: str, rel: str, path: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    future = None
+    if kind in CLI_KINDS:
+        future = request.getfixturevalue("cli_prefetch").futures.get(request.node.nodeid)
+    if future is not None:
+        status, message = future.result()
+    else:
+        case, adapter = _prepare(path, corpus, rel, kind)
+        status, message = _outcome(case, adapter)
+    if status == "skip":
+        pytest.skip(message)
+    if status == "fail":
+        pytest.fail(f"{corpus}/{rel} on {kind}: {message}", pytrace=False)
+
+
+def test_own_cases_are_well_formed() -> None:
+    """Every project case loads strictly, is named after its path and says what it pins."""
+    problems = []
+    files = runner.case_files(OWN_CASES)
+    assert files, "no project cases found"
+    for path in files:
+        try:
+            case = runner.load_case(path)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{path}: {exc}")
+            continue
+        rel = path.relative_to(OWN_CASES).with_suffix("").as_posix()
+        if case.get("name") != rel:
+            problems.append(f"{path}: name should be {rel!r}")
+        if not case.get("comment"):
+            problems.append(f"{path}: missing comment")
+    assert not problems, "\n".join(problems)
+
+
+# ---- the runner itself
+
+@pytest.mark.parametrize(("expected", "actual", "ok"), [
+    ({"a": 1}, {"a": 1}, True),
+    ({"a": 1}, {"a": 1, "b": 2}, False),
+    ({"a": 1, "...": True}, {"a": 1, "b": 2}, True),
+    ({"a": {"x": 1}, "...": True}, {"a": {"x": 1, "y": 2}}, False),
+    ({"a": 1, "...": True}, {"b": 1}, False),
+    ([1, 2], [1, 2, 3], False),
+    ([1, 2], [2, 1], False),
+    ([{"a": 1, "...": True}], [{"a": 1, "b": 2}], True),
+    (0, 0.0, True),
+    (0, -0.0, True),
+    (1.5, 1.5, True),
+    (True, 1, False),
+    (1, True, False),
+    (False, 0, False),
+    (None, None, True),
+    (None, 0, False),
+    ("1", 1, False),
+    (9007199254740993, 9007199254740992.0, False),
+    ({"a": None}, {}, False),
+])
+def test_matcher(expected, actual, ok) -> None:
+    assert (runner.match(expected, actual) == []) is ok
+
+
+def test_subset_rule() -> None:
+    case = {"steps": [{"at": 66, "steps": [{"shape": {"name": "s/x"}}]}]}
+    assert runner.subset_skip_reason(case)
+    assert runner.subset_skip_reason({"steps": [{"q": {}, "expect": {}}]}) is None
+
+
+@pytest.mark.parametrize("text", [
+    '{"steps": [{"tx": {}, "tx": {}}]}',
+    '{"steps": [{"tx": NaN}]}',
+    '{"steps": [{"tx": {}, "expect": {}, "error": "Conflict"}]}',
+    '{"steps": [{"tx": {}, "error": "Oops"}]}',
+    '{"steps": [{"entity": "a", "options": {}}]}',
+    '{"steps": [{"tx": {}, "entity": "a"}]}',
+    '{"steps": [], "extra": 1}',
+])
+def test_malformed_cases_are_rejected(text: str) -> None:
+    with pytest.raises(runner.CaseFormatError):
+        runner.validate_case(runner.loads_strict(text))
+
+
+def test_case_json_round_trip() -> None:
+    value = {"b": [1, 1.0, -0.0, 1e400, -1e400, 1e-7], "a": "\x00\x7f\x85\u2028\ud800é"}
+    text = runner.dumps_json(value)
+    assert "1e400" in text and "\\ud800" in text
+    assert runner.loads_strict(text) == value
