@@ -69,7 +69,7 @@ def parse_line(number: int, line) -> dict:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueTypeError(f"line {number}: not valid UTF-8", "event streams are UTF-8 text") from None
+        raise FormatError(f"line {number}: not valid UTF-8", "event streams are UTF-8 text") from None
     record = loads(text)
     validate_record(record)
     return record

@@ -56,7 +56,11 @@ class Catalog:
     def id_by_name(self, name: str) -> int | None:
         ident = self.cache.by_name.get(name)
         if ident is None:
-            row = self.conn.execute("SELECT id, gid, created_tx FROM fgraph_ids WHERE name = ?", (name,)).fetchone()
+            try:
+                row = self.conn.execute("SELECT id, gid, created_tx FROM fgraph_ids WHERE name = ?",
+                                        (name,)).fetchone()
+            except UnicodeEncodeError:
+                return None  # a lone surrogate cannot be a stored name
             if row is None:
                 return None
             ident = row[0]

@@ -39,7 +39,7 @@ from fgraph.paths import resolve_db_path
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("tail", "apply", "snapshot", "restore", "undo", "excise", "backup", "doctor", "mcp", "q", "explain",
+RESERVED = ("snapshot", "restore", "excise", "backup", "doctor", "mcp", "q", "explain",
             "datoms", "search", "shape", "validate", "schema", "schema-export", "schema-check", "schema-apply")
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
@@ -271,6 +271,81 @@ def diff(ctx, t1, t2):
 def tx(ctx, transaction):
     """Print the receipt of one transaction."""
     _run(ctx, RO, lambda db: db.receipt(transaction))
+
+
+def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
+    """Open read-only and write every line the library yields, LF-terminated."""
+    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    out = sys.stdout.buffer
+    with connect(path, read_only=True, query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
+        for line in lines_of(db):
+            out.write(line.encode("utf-8") + b"\n")
+            if flush_each:
+                out.flush()
+    out.flush()
+
+
+@cli.command()
+@common_options
+@click.option("--since", type=_TimeParam(), default="64", show_default=True,
+              help="Exclusive start: a local tx id (with --follow also a µs instant or RFC 3339 time).")
+@click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
+@click.pass_context
+def tail(ctx, since, follow):
+    """Stream committed events as canonical NDJSON."""
+    if follow:
+        _stream(ctx, lambda db: db.follow_lines(since), flush_each=True)
+    else:
+        _stream(ctx, lambda db: db.iter_events(since), flush_each=False)
+
+
+class _Progress:
+    """Events done and rate on stderr, only when stderr is a terminal."""
+
+    def __init__(self):
+        import time
+        self.clock = time.monotonic
+        self.enabled = sys.stderr.isatty()
+        self.count, self.start, self.last = 0, self.clock(), 0.0
+
+    def __call__(self, report) -> None:
+        self.count += 1
+        now = self.clock()
+        if self.enabled and now - self.last >= 0.5:
+            self.last = now
+            rate = self.count / max(now - self.start, 1e-9)
+            sys.stderr.write(f"\rapplied {self.count} events ({rate:,.0f}/s)")
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.last:
+            sys.stderr.write("\n")
+
+
+@cli.command()
+@common_options
+@click.argument("src", default="-")
+@click.option("--dry-run", is_flag=True, help="Validate and report what would change; commit nothing.")
+@click.pass_context
+def apply(ctx, src, dry_run):
+    """Merge an event/1 stream (file or '-' for stdin), all or nothing."""
+    progress = _Progress()
+    with ingest.open_stream(src, sys.stdin) as handle:
+        try:
+            _run(ctx, RW, lambda db: db.apply_summary(handle, dry_run=dry_run, on_report=progress))
+        finally:
+            progress.done()
+
+
+@cli.command()
+@common_options
+@click.argument("transaction", type=int)
+@click.option("--operation-id", help="Idempotency key of the transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.pass_context
+def undo(ctx, transaction, operation_id, if_basis_tx):
+    """Write the audited inverse of one transaction."""
+    _run(ctx, RW, lambda db: db.undo(transaction, operation_id=operation_id, if_basis_tx=if_basis_tx))
 
 
 @cli.command()

@@ -9,9 +9,9 @@ from __future__ import annotations
 from fgraph import apply as _apply, connection, events as _events, reads, transact as _transact, undo as _undo
 from fgraph.canonical import loads
 from fgraph.catalog import IdentityCache
-from fgraph.errors import ReadOnly, SchemaError, Unsupported
+from fgraph.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
 from fgraph.identity import event_factory_from_env, make_clock
-from fgraph.plan import SchemaCache, check_attribute_name
+from fgraph.plan import TYPE_TAGS, SchemaCache, check_attribute_name
 from fgraph.transact import UNSET, Request
 
 DEFAULT_PATH = "fgraph.db"
@@ -20,6 +20,8 @@ DEFAULT_PATH = "fgraph.db"
 def connect(path=DEFAULT_PATH, *, clock=None, read_only: bool = False, query_budget: int = 100000,
             event_factory=None) -> "Db":
     """Open (and, when writable and new, create) a database."""
+    if isinstance(query_budget, bool) or not isinstance(query_budget, int) or query_budget <= 0:
+        raise ValueTypeError(f"query_budget={query_budget!r} is invalid", "pass a positive integer work budget")
     clock_fn = make_clock(clock)
     conn = connection.open_connection(path, read_only, genesis_clock=clock_fn)
     return Db(conn, str(path), clock=clock_fn, read_only=read_only,
@@ -171,6 +173,9 @@ def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory
                 vector_model=None) -> dict:
     """The map that ``declare`` transacts (spec 03 §4)."""
     check_attribute_name(attr)
+    if type is not None and type not in TYPE_TAGS:
+        raise SchemaError(f"attribute {attr!r} has unknown type {type!r}",
+                          "use one of " + ", ".join(sorted(TYPE_TAGS)))
     data: dict = {"id": attr}
     if ref:
         if type is not None and type != "ref":

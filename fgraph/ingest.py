@@ -16,6 +16,7 @@ into text.
 from __future__ import annotations
 
 import codecs
+import contextlib
 from collections.abc import Iterator
 from typing import IO
 
@@ -215,3 +216,18 @@ def add(db, text: "str | AddJob", *, operation_id=None, operation_id_prefix=None
         return text.run(db)
     return prepare(text, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
                    batch_size=batch_size, if_basis_tx=if_basis_tx).run(db)
+
+
+@contextlib.contextmanager
+def open_stream(src: str, stdin: IO):
+    """A binary handle on SRC (a path, or ``-`` for stdin); unreadable ⇒ FormatError."""
+    if src == "-":
+        yield getattr(stdin, "buffer", stdin)
+        return
+    try:
+        handle = open(src, "rb")
+    except OSError as exc:
+        raise FormatError(f"input file {src!r} cannot be read ({exc.strerror or exc})",
+                          "check the path and its permissions") from None
+    with handle:
+        yield handle

@@ -403,6 +403,18 @@ class Planner:
             raise ValueTypeError("an assert operation takes one value, not an array", "assert each value")
         self.assert_value(e, a, op[3])
 
+    def quiet(self, sel, attribute: bool = False):
+        """Resolve for a retraction: unknown or unusable names are simply not there."""
+        if isinstance(sel, str):
+            if sel in self.names:
+                return self.names[sel]
+            if attribute and not ATTRIBUTE_RE.match(sel):
+                return None
+            return self.cat.id_by_name(sel)
+        if attribute:
+            raise ValueTypeError(f"attribute {sel!r} is not a name", "name the attribute to retract")
+        return self.entity(sel, allocate=False)
+
     def op_retract(self, op: list) -> None:
         if not 2 <= len(op) <= 4:
             raise ValueTypeError(f"retract takes 2 to 4 elements, got {len(op)}", 'use ["retract", e, a?, v?]')
@@ -410,28 +422,26 @@ class Planner:
         if isinstance(ref, dict) and "tmp" in ref:
             raise ValueTypeError("a tmp id cannot be a retracted ref value",
                                  "retract the ref by name, id, lookup or eid")
-        e = self.entity(op[1], allocate=False)
-        if e is not None:
-            self.writable(e)
-        a = self.attribute(op[2], allocate=False) if len(op) >= 3 else None
-        value = None
-        if len(op) == 4:
-            if values.is_entity_map(op[3]) or isinstance(op[3], list):
-                raise ValueTypeError("retract takes one plain value", "pass the value to retract")
-            value = self.plain_value(op[3], allocate=False)
-            if value is None:
-                raise NotFound(f"ref target {op[3]['ref']!r} was not found", "retract a value that exists")
-        if e is None or (len(op) >= 3 and a is None) or (len(op) == 4 and value is None):
-            return
+        e = self.quiet(op[1])
+        a = self.quiet(op[2], attribute=True) if len(op) >= 3 else None
+        if e is None or (len(op) >= 3 and a is None):
+            return  # retracting through an unknown name or attribute changes nothing
+        self.writable(e)
         if len(op) == 2:
             self.retract_entity(e)
-        elif len(op) == 3:
+            return
+        if len(op) == 3:
             slot = self.slot(e, a)
             for key in list(slot.present):
                 self.remove(slot, key)
             slot.items.add(self.item)
-        else:
-            self.remove(self.slot(e, a), (value.t, value.v))
+            return
+        if values.is_entity_map(op[3]) or isinstance(op[3], list):
+            raise ValueTypeError("retract takes one plain value", "pass the value to retract")
+        value = self.plain_value(op[3], allocate=False)
+        if value is None:
+            raise NotFound(f"ref target {op[3]['ref']!r} was not found", "retract a value that exists")
+        self.remove(self.slot(e, a), (value.t, value.v))
 
     def retract_entity(self, e) -> None:
         """Every live fact of ``e`` and every live ref to it held by a domain entity."""

@@ -145,7 +145,7 @@ def test_bad_line_rolls_back_everything(stream, name, mutate, error, position):
 def test_invalid_utf8_line(stream):
     db = fresh()
     try:
-        with pytest.raises(fgraph.ValueTypeError, match="line 1"):
+        with pytest.raises(fgraph.FormatError, match="line 1"):
             db.apply_summary(b"\xff\xfe" + stream.encode())
     finally:
         db.close()

@@ -368,30 +368,22 @@ def test_every_command_is_documented():
 
 # --------------------------------------------------------------- known library divergences from the peer
 
-@pytest.mark.xfail(strict=True, reason="library: Db.declare validates if_basis_tx (TypeError) before the declaration "
-                                       "itself; the published runtime reports the SchemaError first")
 def test_declare_checks_the_declaration_before_if_basis_tx(tmp_path):
     code, _, err = invoke(["--db", tmp_path / "t.fgraph", "declare", "p/z", "--type", "string", "--if-basis-tx", "1"])
     assert code == 1 and err.startswith("SchemaError: "), err
 
 
-@pytest.mark.xfail(strict=True, reason="library: connect() accepts any query_budget; the published runtime "
-                                       "raises TypeError for a non-positive one")
 def test_non_positive_query_budget_is_type_error(tmp_path):
     invoke(["--db", tmp_path / "t.fgraph", "init"])
     code, out, err = invoke(["--db", tmp_path / "t.fgraph", "--query-budget", "-5", "info"])
     assert (code, out) == (1, "") and err.startswith("TypeError: "), err
 
 
-@pytest.mark.xfail(strict=True, reason="library: retract of an unknown entity checks the value first (TypeError "
-                                       "for null); the published runtime answers noop")
 def test_retract_of_an_unknown_entity_with_a_null_value_is_a_noop(tmp_path):
     code, out, err = invoke(["--db", tmp_path / "t.fgraph", "--json", "retract", "nobody", "p/s", "null"])
     assert code == 0 and json.loads(out)["status"] == "noop", err
 
 
-@pytest.mark.xfail(strict=True, reason="library: a read-side name with a lone surrogate (non-UTF-8 argv) reaches "
-                                       "SQLite and raises UnicodeEncodeError; the published runtime says NotFound")
 @pytest.mark.parametrize("command", ["get", "history", "why"])
 def test_surrogate_names_on_reads_are_not_found(tmp_path, command):
     invoke(["--db", tmp_path / "t.fgraph", "init"])
@@ -399,8 +391,6 @@ def test_surrogate_names_on_reads_are_not_found(tmp_path, command):
     assert (code, out) == (1, "") and err.startswith("NotFound: "), err
 
 
-@pytest.mark.xfail(strict=True, reason="library: retract validates names (TypeError/SchemaError for a lone surrogate) "
-                                       "before finding nothing to retract; the published runtime answers noop")
 @pytest.mark.parametrize("args", [["a\udcff"], ["ada", "a/\udcff"]])
 def test_retract_of_unknown_surrogate_names_is_a_noop(tmp_path, args):
     invoke(["--db", tmp_path / "t.fgraph", "add", '{"id":"ada","p/s":"x"}'])
