@@ -6,7 +6,8 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 
 from __future__ import annotations
 
-from fgraph import apply as _apply, connection, events as _events, reads, transact as _transact, undo as _undo
+from fgraph import apply as _apply, connection, events as _events, reads, snapshot as _snapshot
+from fgraph import transact as _transact, undo as _undo
 from fgraph.canonical import loads
 from fgraph.catalog import IdentityCache
 from fgraph.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
@@ -134,6 +135,18 @@ class Db:
         reports: list = []
         self.apply_summary(source, on_report=reports.append)
         return reports
+
+    # -- snapshots --------------------------------------------------------------
+    def iter_snapshot(self):
+        """snapshot/1 lines (without LF) at this view's basis, in one read transaction."""
+        return _snapshot.iter_snapshot(self.connection, self.basis)
+
+    def snapshot(self, writer=None):
+        if writer is None:
+            return "".join(line + "\n" for line in self.iter_snapshot())
+        for line in self.iter_snapshot():
+            writer.write(line + "\n")
+        return None
 
     # -- reads ------------------------------------------------------------------
     def stats(self) -> dict:
