@@ -45,12 +45,18 @@ ERROR_NAMES = frozenset({
 #: actions of the first release
 CORE_READS = frozenset({"stats", "receipt", "entity", "history", "why", "diff", "facts"})
 CORE_WRITES = frozenset({"tx", "declare", "undo"})
+#: project extension (spec 04): ``events`` reads the event/1 stream
+#: (``event_records`` / ``tail``), ``apply`` merges one (``apply_summary`` / ``apply -``)
+STREAM_READS = frozenset({"events"})
+STREAM_WRITES = frozenset({"apply"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
 LATER_READS = frozenset({"q", "explain", "datoms", "search", "attributes", "schema",
                          "validate", "schema_manifest", "schema_check"})
 LATER_WRITES = frozenset({"shape", "schema_apply"})
-ACTIONS = CORE_READS | CORE_WRITES | LATER_READS | LATER_WRITES | {"at"}
-WRITE_ACTIONS = CORE_WRITES | LATER_WRITES
+ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | LATER_READS | LATER_WRITES
+           | {"at"})
+WRITE_ACTIONS = CORE_WRITES | STREAM_WRITES | LATER_WRITES
+EVENTS_KEYS = frozenset({"since", "through"})
 
 #: modifiers a step may carry besides its action. ``depth`` on ``entity`` is a
 #: project extension (``entity(ref, depth=N)`` / ``get --depth N``).
@@ -153,12 +159,122 @@ def _validate_steps(steps: list[Any], path: str) -> None:
             raise CaseFormatError(f"{where}: a step has at most one of expect/error")
         if "error" in step and step["error"] not in ERROR_NAMES:
             raise CaseFormatError(f"{where}: unknown error name {step['error']!r}")
+        if action == "events":
+            value = step["events"]
+            if not isinstance(value, dict) or set(value) - EVENTS_KEYS:
+                raise CaseFormatError(f"{where}: 'events' takes an object with 'since' and/or 'through'")
+        if action == "apply":
+            _validate_stream_items(step["apply"], where)
         if action == "at":
             if "error" in step and "steps" in step:
                 raise CaseFormatError(f"{where}: an 'at' step with 'error' has no 'steps'")
             if "expect" in step:
                 raise CaseFormatError(f"{where}: an 'at' step has no 'expect'")
             _validate_steps(step.get("steps", []), f"{where}.steps")
+
+
+def _validate_stream_items(items: Any, where: str) -> None:
+    if not isinstance(items, list):
+        raise CaseFormatError(f"{where}: 'apply' takes a list of event records and raw lines")
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            if "\n" in item:
+                raise CaseFormatError(f"{where}: apply[{index}]: a raw line cannot contain LF")
+        elif isinstance(item, dict):
+            canonical_dumps(item)  # must be encodable
+        else:
+            raise CaseFormatError(f"{where}: apply[{index}]: an event record (object) or a raw "
+                                  f"line (string)")
+
+
+# --------------------------------------------------------------------------
+# Canonical JSON (spec 02 §4), for the ``apply`` stream and for checking tail bytes.
+# Stdlib only: the runner also runs under the published runtime's Python.
+
+
+def format_float(x: float) -> str:
+    """Spec 02 §4.2."""
+    if x != x or x in (float("inf"), float("-inf")):
+        raise CaseFormatError("a non-finite float has no canonical JSON form")
+    if x == 0.0:
+        return "0"
+    if x.is_integer() and -(2**63) <= int(x) <= 2**63 - 1:
+        return str(int(x))
+    mant, _, exp_text = repr(abs(x)).partition("e")
+    exp = int(exp_text) if exp_text else 0
+    ip, _, fp = mant.partition(".")
+    digits = (ip + fp).lstrip("0")
+    point = (len(ip) + exp) if ip != "0" else exp - (len(fp) - len(fp.lstrip("0")))
+    digits = digits.rstrip("0") or "0"
+    sign = "-" if x < 0 else ""
+    if 1e-6 <= abs(x) < 1e21 and not x.is_integer():
+        if point <= 0:
+            text = "0." + "0" * (-point) + digits
+        elif point >= len(digits):
+            text = digits + "0" * (point - len(digits))
+        else:
+            text = digits[:point] + "." + digits[point:]
+        return sign + text
+    e = point - 1
+    m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{m}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _canonical_str(value: str) -> str:
+    if _SURROGATE.search(value):
+        raise CaseFormatError(f"a lone surrogate has no canonical JSON form: {value!r}")
+    return json.dumps(value, ensure_ascii=False)  # = json.encoder.encode_basestring
+
+
+def canonical_dumps(value: Any) -> str:
+    """Canonical JSON (spec 02 §4): code-point key order, no whitespace, UTF-8 strings,
+    02 §4.2 floats, 64-bit integers. Raises CaseFormatError for what it cannot encode."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int):
+        if not -(2**63) <= value <= 2**63 - 1:
+            raise CaseFormatError(f"integer {value} is outside signed 64-bit")
+        return str(value)
+    if isinstance(value, float):
+        return format_float(value)
+    if isinstance(value, str):
+        return _canonical_str(value)
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise CaseFormatError("object keys must be strings")
+        return "{" + ",".join(_canonical_str(k) + ":" + canonical_dumps(value[k])
+                              for k in sorted(value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(canonical_dumps(v) for v in value) + "]"
+    raise CaseFormatError(f"{type(value).__name__} has no canonical JSON form")
+
+
+def stream_text(items: list[Any]) -> str:
+    """The NDJSON text of an ``apply`` step: each record in canonical JSON, each raw
+    line verbatim, every line followed by one LF (an empty list gives ``""``)."""
+    return "".join((item if isinstance(item, str) else canonical_dumps(item)) + "\n"
+                   for item in items)
+
+
+def parse_ndjson(text: str) -> list[Any]:
+    """Parse a canonical NDJSON stream (``tail`` output): LF-only splitting, every
+    line LF-terminated and byte-identical to the canonical form of its record."""
+    if not text:
+        return []
+    if not text.endswith("\n"):
+        raise ValueError(f"the stream does not end with LF: {text[-80:]!r}")
+    records = []
+    for number, line in enumerate(text[:-1].split("\n"), 1):
+        record = loads_strict(line)
+        canonical = canonical_dumps(record)
+        if canonical != line:
+            raise ValueError(f"line {number} is not canonical JSON: {line[:300]!r} "
+                             f"(canonical: {canonical[:300]!r})")
+        records.append(record)
+    return records
 
 
 def iter_steps(steps: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -547,6 +663,11 @@ class LibraryAdapter(Adapter):
             call = lambda: ctx.diff(*value)  # noqa: E731
         elif action == "stats":
             call = lambda: ctx.stats()  # noqa: E731
+        elif action == "events":
+            call = lambda: ctx.event_records(**value)  # noqa: E731
+        elif action == "apply":
+            text = stream_text(value)
+            call = lambda: ctx.apply_summary(text)  # noqa: E731
         else:
             raise NotExpressible(f"action {action!r} is not supported by this runner")
         result = self._call(call)
@@ -653,25 +774,33 @@ class CliAdapter(Adapter):
         return None  # None = the live database; an int = the --at view
 
     # -- process
-    def run(self, args: list[str], *, write: bool) -> Any:
-        """Run one command; return its parsed JSON output or raise StepError/RuntimeCrash."""
+    def run(self, args: list[str], *, write: bool, stdin: bytes | None = None,
+            ndjson: bool = False) -> Any:
+        """Run one command; return its parsed JSON output (a list of records when
+        ``ndjson``) or raise StepError/RuntimeCrash."""
         if not write and not self.initialized:
             self._invoke(["init"])
             self.initialized = True
-        result = self._invoke(args)
+        result = self._invoke(args, stdin=stdin, ndjson=ndjson)
         if write:
             self.initialized = True
         return result
 
-    def _invoke(self, args: list[str]) -> Any:
+    def _invoke(self, args: list[str], *, stdin: bytes | None = None, ndjson: bool = False) -> Any:
         assert self.path is not None, "adapter not started"
         argv = [*self.command, "--db", self.path, "--json", *args]
         self.invocations += 1
         proc = subprocess.run(argv, env=self.env, cwd=self.tmpdir, capture_output=True,
-                              timeout=self.timeout, check=False)
+                              input=stdin, timeout=self.timeout, check=False)
         stdout = proc.stdout.decode("utf-8", errors="replace")
         stderr = proc.stderr.decode("utf-8", errors="replace")
         if proc.returncode == 0:
+            if ndjson:
+                try:
+                    return parse_ndjson(proc.stdout.decode("utf-8"))
+                except (ValueError, CaseFormatError) as exc:
+                    raise RuntimeCrash(f"`{_short_args(args)}` printed a bad NDJSON stream "
+                                       f"({exc})") from None
             try:
                 return loads_strict(stdout)
             except (ValueError, CaseFormatError) as exc:
@@ -737,6 +866,19 @@ class CliAdapter(Adapter):
                 raise NotExpressible("diff takes two times")
             pos = [_int_arg(value[0], "diff time"), _int_arg(value[1], "diff time")]
             return self.run(["diff", *_positionals(pos)], write=False)
+        if action == "events":
+            if "through" in value:
+                raise NotExpressible("tail has no upper bound (through)")
+            args = ["tail"]
+            if "since" in value:
+                args.append(f"--since={_int_arg(value['since'], 'since')}")
+            return self.run(args, write=False, ndjson=True)
+        if action == "apply":
+            try:
+                data = stream_text(value).encode("utf-8")
+            except UnicodeEncodeError:
+                raise NotExpressible("the stream is not encodable as UTF-8") from None
+            return self.run(["apply", "-"], write=True, stdin=data)
         raise NotExpressible(f"action {action!r} has no CLI form")
 
     def _add_args(self, data: Any, options: dict[str, Any]) -> list[str]:

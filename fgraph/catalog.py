@@ -19,10 +19,17 @@ class IdentityCache:
     visible inside the failed transaction.
     """
 
+    LIMIT = 50_000
+
     def __init__(self):
         self.by_name: dict[str, int] = {}
         self.rows: dict[int, tuple] = {}      # id -> (name, gid, created_tx)
         self.transactions: set[int] = set()
+
+    def trim(self) -> None:
+        """Keep memory flat on long streams: start over past LIMIT rows (a cache, not a source of truth)."""
+        if len(self.rows) > self.LIMIT or len(self.transactions) > self.LIMIT:
+            self.clear()
 
     def clear(self) -> None:
         self.by_name.clear()
@@ -37,6 +44,7 @@ class Catalog:
         self.conn = conn
         self.basis = basis
         self.cache = cache if cache is not None else IdentityCache()
+        self.cache.trim()
 
     def _visible(self, row) -> bool:
         return row is not None and (self.basis is None or row[2] <= self.basis)
