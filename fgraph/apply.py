@@ -28,13 +28,13 @@ FORBIDDEN_TX_FACTS = frozenset({"fgraph/at", "fgraph/by", "fgraph/source", "fgra
 
 
 # -- reading ------------------------------------------------------------------------
-def iter_lines(source) -> Iterator[tuple[int, bytes | str]]:
+def iter_lines(source, max_bytes: int = MAX_EVENT_BYTES) -> Iterator[tuple[int, bytes | str]]:
     """(line number, line without LF) for every non-blank line; LF is the only separator."""
     if isinstance(source, (str, bytes)):
         sep = "\n" if isinstance(source, str) else b"\n"
         chunks: Iterable = (part for part in source.split(sep))
     elif hasattr(source, "readline"):
-        chunks = _bounded_readlines(source)
+        chunks = _bounded_readlines(source, max_bytes)
     else:
         chunks = source
     for number, line in enumerate(chunks, start=1):
@@ -48,13 +48,13 @@ def iter_lines(source) -> Iterator[tuple[int, bytes | str]]:
                 yield number, line
 
 
-def _bounded_readlines(handle) -> Iterator:
+def _bounded_readlines(handle, max_bytes: int) -> Iterator:
     """readline with a cap, so one endless line cannot exhaust memory."""
     while True:
-        line = handle.readline(MAX_EVENT_BYTES + 2)
+        line = handle.readline(max_bytes + 2)
         if not line:
             return
-        if len(line) > MAX_EVENT_BYTES + 1 and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+        if len(line) > max_bytes + 1 and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
             yield line  # oversized: rejected by size before the rest is read
             return
         yield line

@@ -7,7 +7,7 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 from __future__ import annotations
 
 from fgraph import apply as _apply, connection, events as _events, reads, snapshot as _snapshot
-from fgraph import transact as _transact, undo as _undo
+from fgraph import restore as _restore, transact as _transact, undo as _undo
 from fgraph.canonical import loads
 from fgraph.catalog import IdentityCache
 from fgraph.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
@@ -147,6 +147,15 @@ class Db:
         for line in self.iter_snapshot():
             writer.write(line + "\n")
         return None
+
+    def restore(self, source) -> dict:
+        """Restore a snapshot/1 stream into this pristine database (spec 05 §2)."""
+        self._writable()
+        try:
+            return _restore.restore(self.connection, source)
+        finally:
+            self._schema_cache.clear()
+            self._identity_cache.clear()
 
     # -- reads ------------------------------------------------------------------
     def stats(self) -> dict:

@@ -1,0 +1,313 @@
+"""Restore a snapshot/1 stream into a pristine store, all or nothing (spec 05 §2).
+
+Records are checked as they stream in, inside one write transaction: structure,
+receipts (hashes, identities, times), facts (selectors, events, values) and, at
+the footer, counts, basis and the digest over the canonical records. Facts are
+also cross-checked against the payloads of the events that asserted and
+retracted them (spec README decision 7). Any failure rolls everything back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict
+
+from fgraph import values
+from fgraph.apply import MAX_EVENT_BYTES, iter_lines
+from fgraph.canonical import dumps, loads
+from fgraph.catalog import Catalog
+from fgraph.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
+from fgraph.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, genesis_event
+from fgraph.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
+from fgraph.plan import ATTRIBUTE_RE, check_name
+from fgraph.transact import FTS_TAGS, begin_immediate, check_operation_id
+from fgraph.values import RefWire
+
+MAX_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+RECEIPT_KEYS = frozenset({"at", "created", "event", "event_data", "event_hash", "operation_id", "origin_at",
+                          "request_hash"})
+HEADER_KEYS = frozenset({"basis", "created_at", "fgraph", "format"})
+FOOTER_KEYS = frozenset({"facts", "fgraph", "receipts", "sha256"})
+PAYLOAD_CACHE = 256
+
+
+def _type(what: str) -> ValueTypeError:
+    return ValueTypeError(what, "restore only accepts snapshot/1 streams written by `fgraph snapshot`")
+
+
+def _instant(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not INSTANT_MIN <= value <= INSTANT_MAX:
+        raise _type(f"{what} {value!r} is not an instant in microseconds")
+    return value
+
+
+class Restorer:
+    def __init__(self, conn):
+        self.conn = conn
+        self.cat = Catalog(conn)
+        self.digest = hashlib.sha256()
+        self.header = None
+        self.receipts = 0
+        self.facts = 0
+        self.last_event = GENESIS_EVENT
+        self.payloads: OrderedDict[int, dict | None] = OrderedDict()
+        self.tx_of_event: dict[str, int] = {}
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS restore_times (tx INTEGER PRIMARY KEY, at INTEGER, origin INTEGER)")
+        conn.execute("DELETE FROM temp.restore_times")
+
+    # -- records ----------------------------------------------------------------
+    def record(self, record) -> bool:
+        """Handle one parsed record; True when it was the footer."""
+        if self.header is None:
+            self.start(record)
+        elif isinstance(record, dict) and record.get("fgraph") == "end":
+            self.finish(record)
+            return True
+        elif isinstance(record, dict) and set(record) == {"receipt"}:
+            if self.facts:
+                raise _type("a receipt follows a fact; all receipts come first")
+            self.receipt(record["receipt"])
+        elif isinstance(record, dict) and set(record) == {"fact"}:
+            self.fact(record["fact"])
+        else:
+            raise _type("a record is neither a receipt, a fact nor the footer")
+        self.digest.update(dumps(record).encode("utf-8") + b"\n")
+        return False
+
+    def start(self, header) -> None:
+        if not isinstance(header, dict) or header.get("fgraph") != "snapshot/1" or set(header) != HEADER_KEYS \
+                or header.get("format") != 2 or isinstance(header.get("format"), bool):
+            raise _type("the first record is not a snapshot/1 format 2 header")
+        check_event_uuid(header["basis"], "basis")
+        created_at = _instant(header["created_at"], "header created_at")
+        if self.cat.latest_tx() != 64:
+            raise Conflict("the destination is not pristine", "restore only into a new, empty database")
+        self.header = header
+        event = genesis_event(created_at)
+        self.conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'created_at'", (created_at,))
+        self.conn.execute("UPDATE fgraph_facts SET v = ? WHERE id = 1", (created_at,))
+        self.conn.execute("UPDATE fgraph_events SET event_data = ?, event_hash = ? WHERE tx = 64",
+                          (event, hashlib.sha256(event.encode("utf-8")).digest()))
+
+    def receipt(self, r) -> None:
+        if not isinstance(r, dict) or set(r) != RECEIPT_KEYS:
+            raise _type("a receipt must have exactly the 8 receipt keys")
+        event = check_event_uuid(r["event"])
+        if self.cat.id_by_gid(uuid_to_gid(event)) is not None:
+            raise Conflict(f"event {event} appears twice", "a snapshot lists each transaction once")
+        if not isinstance(r["event_hash"], str) or not HEX64.match(r["event_hash"]):
+            raise _type(f"event_hash {r['event_hash']!r} is not 64 lowercase hex digits")
+        at, origin = _instant(r["at"], "receipt at"), _instant(r["origin_at"], "receipt origin_at")
+        check_operation_id(r["operation_id"])
+        rh = r["request_hash"]
+        if rh is not None and (not isinstance(rh, str) or not HEX64.match(rh)):
+            raise _type(f"request_hash {rh!r} is not 64 lowercase hex digits")
+        if (r["operation_id"] is None) != (rh is None):
+            raise _type("operation_id and request_hash come together or not at all")
+        if not isinstance(r["created"], list):
+            raise _type("receipt created must be an array")
+        first = self.cat.next_id()
+        rows = []
+        for offset, sel in enumerate(r["created"]):
+            rows.append(self.new_identity(first + offset, sel))
+        tx = first + len(rows)
+        text = None
+        if r["event_data"] is not None:
+            text = self.check_payload(r, event, origin)
+        self.conn.executemany("INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, ?, ?, ?)",
+                              [(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)])
+        self.conn.execute("INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) "
+                          "VALUES (?, ?, ?, ?, ?)", (tx, bytes.fromhex(r["event_hash"]), text, r["operation_id"],
+                                                     bytes.fromhex(rh) if rh is not None else None))
+        self.conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'next_id'", (tx + 1,))
+        self.conn.execute("INSERT INTO temp.restore_times (tx, at, origin) VALUES (?, ?, ?)", (tx, at, origin))
+        self.receipts += 1
+        self.last_event = event
+
+    def new_identity(self, ident: int, sel) -> tuple:
+        if isinstance(sel, str):
+            check_name(sel, "created name")
+            if self.cat.id_by_name(sel) is not None:
+                raise Conflict(f"identity {sel!r} is created twice", "a snapshot creates each identity once")
+            return ident, sel, None
+        if isinstance(sel, dict) and set(sel) == {"eid"}:
+            gid = uuid_to_gid(check_event_uuid(sel["eid"], "eid"))
+            if self.cat.id_by_gid(gid) is not None:
+                raise Conflict(f"eid {sel['eid']} is created twice", "a snapshot creates each identity once")
+            return ident, None, gid
+        raise _type(f"created selector {sel!r} must be a name or {{\"eid\": uuid}}")
+
+    def check_payload(self, r: dict, event: str, origin: int) -> str:
+        payload = r["event_data"]
+        text = dumps(payload)
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != r["event_hash"]:
+            raise _type(f"event {event}: its payload does not hash to its event_hash")
+        if not isinstance(payload, dict) or payload.get("fgraph") != "event/1" or payload.get("event") != event:
+            raise _type(f"event {event}: the payload is not this receipt's event/1 record")
+        if payload.get("at") != origin:
+            raise Conflict(f"event {event}: payload at {payload.get('at')} differs from origin_at {origin}",
+                           "the snapshot was altered; restore an unmodified one")
+        if not _subsequence(r["created"], payload.get("created")):
+            raise Conflict(f"event {event}: receipt created identities disagree with its authenticated event",
+                           "the snapshot was altered; restore an unmodified one")
+        return text
+
+    def fact(self, f) -> None:
+        if not isinstance(f, list) or len(f) != 6:
+            raise _type("a fact must be [entity, attribute, value, tag, tx_event, rx_event]")
+        e_sel, attr, raw, tag, tx_event, rx_event = f
+        e = self.resolve(e_sel)
+        if not isinstance(attr, str) or not ATTRIBUTE_RE.match(attr):
+            raise _type(f"fact attribute {attr!r} must be an attribute name")
+        a = self.cat.id_by_name(attr)
+        if a is None:
+            raise NotFound(f"attribute {attr!r} is not created by any receipt", "the snapshot is incomplete")
+        if not isinstance(tag, str) or tag not in values.LOGICAL_TYPES:
+            raise _type(f"unknown tag {tag!r}")
+        decoded = values.from_tagged(raw, tag)
+        if isinstance(decoded, RefWire):
+            decoded = values.Value(values.TAG_REF, self.resolve(decoded.selector), None)
+        tx = self.event_tx(tx_event)
+        rx = None if rx_event is None else self.event_tx(rx_event)
+        if rx is not None and rx <= tx:
+            raise Conflict("a fact is retracted before it was asserted", "the snapshot was altered")
+        self.cross_check(f, e, tx, rx)
+        if decoded.t in values.INDIRECT_TAGS:
+            self.conn.execute("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)",
+                              (decoded.v, decoded.blob))
+        self.conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, ?, ?, ?)",
+                          (e, a, decoded.v, decoded.t, tx, rx))
+        if rx is None and decoded.t in FTS_TAGS:
+            text = decoded.v if decoded.t == values.TAG_TEXT else decoded.blob
+            self.conn.execute("INSERT INTO fgraph_fts (rowid, text) VALUES (?, ?)",
+                              (self.conn.last_insert_rowid(), text))
+        self.facts += 1
+
+    def resolve(self, sel) -> int:
+        if isinstance(sel, str):
+            found = self.cat.id_by_name(sel)
+        elif isinstance(sel, dict) and set(sel) == {"eid"}:
+            found = self.cat.id_by_gid(uuid_to_gid(check_event_uuid(sel["eid"], "eid")))
+        else:
+            raise _type(f"selector {sel!r} must be a name or {{\"eid\": uuid}}")
+        if found is None:
+            raise NotFound(f"identity {sel!r} is not created by any receipt", "the snapshot is incomplete")
+        return found
+
+    def event_tx(self, event) -> int:
+        check_event_uuid(event, "fact event")
+        found = self.cat.id_by_gid(uuid_to_gid(event))
+        if found is None or not self.cat.is_transaction(found):
+            raise NotFound(f"event {event} has no receipt in this snapshot", "the snapshot is incomplete")
+        return found
+
+    # -- decision 7: facts agree with the events that wrote them -------------------
+    def payload(self, tx: int) -> dict | None:
+        if tx in self.payloads:
+            self.payloads.move_to_end(tx)
+            return self.payloads[tx]
+        text = self.cat.event_row(tx)[1]
+        parsed = None
+        if text is not None:
+            doc = loads(text)
+            parsed = {"asserted": {dumps(t) for t in doc.get("asserted", [])},
+                      "retracted": {dumps(t) for t in doc.get("retracted", [])},
+                      "tx_facts": {dumps(t) for t in doc.get("tx_facts", [])},
+                      "meta": {"by": doc.get("by"), "source": doc.get("source"),
+                               "meta": dumps(doc["meta"]) if "meta" in doc else None},
+                      "excision": "redacts" in doc}
+        self.payloads[tx] = parsed
+        if len(self.payloads) > PAYLOAD_CACHE:
+            self.payloads.popitem(last=False)
+        return parsed
+
+    def cross_check(self, f: list, e: int, tx: int, rx: int | None) -> None:
+        e_sel, attr, raw, tag = f[0], f[1], f[2], f[3]
+        asserting = self.payload(tx)
+        if asserting is not None and not self.listed(asserting, e, tx, e_sel, attr, raw, tag):
+            raise Conflict(f"a {attr} fact disagrees with the event that asserted it",
+                           "the snapshot was altered; restore an unmodified one")
+        if rx is not None:
+            retracting = self.payload(rx)
+            if retracting is not None and dumps([e_sel, attr, raw, tag]) not in retracting["retracted"]:
+                raise Conflict(f"a {attr} fact disagrees with the event that retracted it",
+                               "the snapshot was altered; restore an unmodified one")
+
+    def listed(self, p: dict, e: int, tx: int, e_sel, attr, raw, tag) -> bool:
+        if e != tx:
+            return dumps([e_sel, attr, raw, tag]) in p["asserted"]
+        a = self.cat.id_by_name(attr)
+        if a in (A_AT, A_IMPORTED_AT) or (a == A_EXCISED and p["excision"]):
+            return True
+        if a in (A_BY, A_SOURCE):
+            return raw == p["meta"]["by" if a == A_BY else "source"]
+        if a == A_META:
+            return isinstance(raw, dict) and dumps(raw.get("json")) == p["meta"]["meta"]
+        return dumps([attr, raw, tag]) in p["tx_facts"]
+
+    # -- footer ---------------------------------------------------------------------
+    def finish(self, footer: dict) -> None:
+        if set(footer) != FOOTER_KEYS or not isinstance(footer["sha256"], str):
+            raise _type("the footer must be {facts, fgraph: end, receipts, sha256}")
+        for key, count in (("receipts", self.receipts), ("facts", self.facts)):
+            n = footer[key]
+            if isinstance(n, bool) or not isinstance(n, int) or n != count:
+                raise _type(f"the footer says {n!r} {key} but the stream has {count}")
+        if footer["sha256"] != self.digest.hexdigest():
+            raise Conflict("the snapshot digest does not match its records",
+                           "the file was altered or damaged; take a new snapshot")
+        if self.header["basis"] != self.last_event:
+            raise Conflict(f"the header basis {self.header['basis']} is not the last receipt's event",
+                           "the snapshot was altered; take a new snapshot")
+        bad = self.conn.execute(
+            "SELECT r.tx FROM temp.restore_times r LEFT JOIN fgraph_facts f ON f.e = r.tx AND f.a = ? AND f.tx = r.tx "
+            "LEFT JOIN fgraph_facts i ON i.e = r.tx AND i.a = ? AND i.tx = r.tx "
+            "WHERE f.v IS NOT r.at OR coalesce(i.v, f.v) IS NOT r.origin LIMIT 1", (A_AT, A_IMPORTED_AT)).fetchone()
+        if bad is not None:
+            raise Conflict(f"transaction {bad[0]}: receipt times disagree with its facts",
+                           "the snapshot was altered; restore an unmodified one")
+
+
+def _subsequence(part, whole) -> bool:
+    if not isinstance(whole, list):
+        return False
+    it = iter(whole)
+    return all(any(item == candidate for candidate in it) for item in part)
+
+
+def restore(conn, source, *, on_record=None) -> dict:
+    """Restore ``source`` (text, bytes, a binary file or lines) into this pristine store."""
+    begin_immediate(conn)
+    try:
+        restorer = Restorer(conn)
+        done = False
+        for number, line in iter_lines(source, max_bytes=MAX_LINE_BYTES):
+            if done:
+                raise _type(f"line {number}: a record follows the footer")
+            try:
+                raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+                if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
+                    raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise FormatError("not valid UTF-8", "snapshots are UTF-8 text") from None
+                done = restorer.record(loads(text))
+            except FgraphError as exc:
+                if exc.message.startswith("line "):
+                    raise
+                raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+            if on_record is not None:
+                on_record()
+        if restorer.header is None or not done:
+            raise _type("the stream ends without a footer (empty or truncated)")
+        basis = restorer.cat.latest_tx()
+        conn.execute("DROP TABLE temp.restore_times")
+        conn.execute("COMMIT")
+        return {"basis_tx": basis, "ok": True}
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
