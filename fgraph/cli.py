@@ -39,7 +39,7 @@ from fgraph.paths import resolve_db_path
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("snapshot", "restore", "excise", "backup", "doctor", "mcp", "q", "explain",
+RESERVED = ("excise", "backup", "doctor", "mcp", "q", "explain",
             "datoms", "search", "shape", "validate", "schema", "schema-export", "schema-check", "schema-apply")
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
@@ -346,6 +346,24 @@ def apply(ctx, src, dry_run):
 def undo(ctx, transaction, operation_id, if_basis_tx):
     """Write the audited inverse of one transaction."""
     _run(ctx, RW, lambda db: db.undo(transaction, operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+@cli.command()
+@common_options
+@click.pass_context
+def snapshot(ctx):
+    """Write the exact logical copy of the database as snapshot/1 NDJSON."""
+    _stream(ctx, lambda db: db.iter_snapshot(), flush_each=False)
+
+
+@cli.command()
+@common_options
+@click.argument("src", default="-")
+@click.pass_context
+def restore(ctx, src):
+    """Restore a snapshot (file or '-' for stdin) into a new, empty database."""
+    with ingest.open_stream(src, sys.stdin) as handle:
+        _run(ctx, RW, lambda db: db.restore(handle))
 
 
 @cli.command()

@@ -213,6 +213,7 @@ class Restorer:
         if text is not None:
             doc = loads(text)
             parsed = {"asserted": {dumps(t) for t in doc.get("asserted", [])},
+                      "replaced": {dumps(t[:2]) for t in doc.get("asserted", []) if isinstance(t, list)},
                       "retracted": {dumps(t) for t in doc.get("retracted", [])},
                       "tx_facts": {dumps(t) for t in doc.get("tx_facts", [])},
                       "meta": {"by": doc.get("by"), "source": doc.get("source"),
@@ -231,7 +232,10 @@ class Restorer:
                            "the snapshot was altered; restore an unmodified one")
         if rx is not None:
             retracting = self.payload(rx)
-            if retracting is not None and dumps([e_sel, attr, raw, tag]) not in retracting["retracted"]:
+            # Listed as retracted, or superseded by a cardinality-one assertion of the same (e, a):
+            # an applied event replaces the receiver's own value without naming it.
+            if retracting is not None and dumps([e_sel, attr, raw, tag]) not in retracting["retracted"] \
+                    and dumps([e_sel, attr]) not in retracting["replaced"]:
                 raise Conflict(f"a {attr} fact disagrees with the event that retracted it",
                                "the snapshot was altered; restore an unmodified one")
 
