@@ -7,7 +7,7 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 from __future__ import annotations
 
 from fgraph import apply as _apply, connection, events as _events, reads, snapshot as _snapshot
-from fgraph import restore as _restore, transact as _transact, undo as _undo
+from fgraph import excise as _excise, restore as _restore, transact as _transact, undo as _undo
 from fgraph.canonical import loads
 from fgraph.catalog import IdentityCache
 from fgraph.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
@@ -98,6 +98,16 @@ class Db:
         return self.transact(declaration(attr, type=type, ref=ref, many=many, unique=unique,
                                          nohistory=nohistory, dims=dims, doc=doc, vector_model=vector_model),
                              operation_id=operation_id, if_basis_tx=if_basis_tx)
+
+    def excise(self, ref, *, operation_id=None, if_basis_tx=None) -> dict:
+        """Erase one entity or attribute from the present and from history (spec 07 §2)."""
+        self._writable()
+        try:
+            return _excise.excise(self.connection, self.path, ref, operation_id=operation_id,
+                                  if_basis_tx=if_basis_tx, clock=self._clock, event_factory=self._event_factory)
+        finally:
+            self._schema_cache.clear()
+            self._identity_cache.clear()
 
     # -- event streams ----------------------------------------------------------
     def iter_events(self, since: int = 64, through: int | None = None):

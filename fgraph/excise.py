@@ -1,0 +1,164 @@
+"""Excise: erase one entity (or attribute) from the present and from history (spec 07 §2).
+
+Rows are deleted, every event that asserted, retracted or names the target is
+redacted (payload NULL, hash kept) and an excision event records which. Then the
+file is scrubbed so the erased bytes are gone from disk, not just unreachable:
+``secure_delete`` zeroes freed cells, the full-text index is optimised (its old
+segments would still hold the words), the file is VACUUMed and the WAL is
+checkpointed and truncated. A reader holding the WAL open can delay the last
+step; excise then says so and ``scrub.pending`` records it until a later run
+completes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from fgraph import scrub, values
+from fgraph.canonical import dumps, loads
+from fgraph.catalog import Catalog
+from fgraph.errors import Conflict, NotFound, Unsupported, ValueTypeError
+from fgraph.genesis import A_AT, A_EXCISED, SYSTEM_MAX
+from fgraph.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
+from fgraph.plan import INT64_MAX, INT64_MIN
+from fgraph.transact import (Request, already_applied_report, begin_immediate, check_if_basis_tx,
+                             check_operation_id)
+
+ROW_COLUMNS = "id, e, a, v, t, tx, rx"
+
+
+def excise_request(ref, operation_id=None, if_basis_tx=None) -> Request:
+    if isinstance(ref, bool) or not isinstance(ref, (str, int)):
+        raise ValueTypeError(f"excise target {ref!r} must be a name or an id", "pass the entity's name or id")
+    check_operation_id(operation_id)
+    check_if_basis_tx(if_basis_tx)
+    return Request([], operation_id=operation_id, if_basis_tx=if_basis_tx,
+                   hash_envelope={"operation": "excise", "ref": ref})
+
+
+def _target(cat: Catalog, ref) -> int:
+    if isinstance(ref, int):
+        found = ref if INT64_MIN <= ref <= INT64_MAX and ref > 0 and cat.identity(ref) else None
+    else:
+        found = cat.id_by_name(ref)
+    if found is None:
+        raise NotFound(f"entity {ref!r} was not found", "excise an existing entity by name or id")
+    if found <= SYSTEM_MAX or cat.is_transaction(found):
+        raise Unsupported(f"entity {ref!r} is a system or transaction entity and cannot be excised",
+                          "excise only application entities and attributes")
+    excised = cat.conn.execute("SELECT 1 FROM fgraph_facts WHERE a = ? AND t = 0 AND v = ? AND rx IS NULL LIMIT 1",
+                               (A_EXCISED, found)).fetchone()
+    if excised is not None:
+        raise Conflict(f"entity {ref!r} was already excised under another operation",
+                       "retry the original operation id to get its receipt")
+    return found
+
+
+def _doomed_rows(conn, x: int) -> list:
+    """Every fact row, live or historical, with e = X, a = X, or a ref value X."""
+    return conn.execute(
+        f"SELECT {ROW_COLUMNS} FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? "
+        f"UNION SELECT {ROW_COLUMNS} FROM fgraph_facts INDEXED BY fgraph_avet WHERE a = ? "
+        f"UNION SELECT {ROW_COLUMNS} FROM fgraph_facts WHERE a IN (SELECT id FROM fgraph_ids WHERE name GLOB '*/*') "
+        f"AND t = 0 AND v = ? ORDER BY 1", (x, x, x)).fetchall()
+
+
+def _mentions(doc: dict, selector) -> bool:
+    """Does an event name the selector in created, tuple positions 0/1, a ref value or tx_facts?"""
+    ref = {"ref": selector}
+    if selector in doc.get("created", ()):
+        return True
+    for key in ("asserted", "retracted"):
+        for item in doc.get(key, ()):
+            if item[0] == selector or item[1] == selector or (item[3] == "ref" and item[2] == ref):
+                return True
+    return any(item[0] == selector or (item[2] == "ref" and item[1] == ref) for item in doc.get("tx_facts", ()))
+
+
+def _mentioning_events(conn, selector) -> set[int]:
+    """Transactions whose payload names the selector; SQLite's instr() prefilters in C."""
+    needle = dumps(selector["eid"]) if isinstance(selector, dict) else dumps(selector)
+    found = set()
+    for tx, text in conn.execute("SELECT tx, event_data FROM fgraph_events WHERE event_data IS NOT NULL "
+                                 "AND tx > 64 AND instr(event_data, ?) > 0", (needle,)):
+        if _mentions(loads(text), selector):
+            found.add(tx)
+    return found
+
+
+def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, event_factory) -> dict:
+    request = excise_request(ref, operation_id, if_basis_tx)
+    req_hash = request.request_hash()
+    scrub.enable_secure_delete(conn)
+    begin_immediate(conn)
+    try:
+        cat = Catalog(conn)
+        latest = cat.latest_tx()
+        if operation_id is not None:
+            found = cat.operation(operation_id)
+            if found is not None:
+                if found[1] != req_hash:
+                    raise Conflict(f"operation_id {operation_id!r} was already used for another request",
+                                   "use a new operation_id for a different request")
+                conn.execute("ROLLBACK")
+                return already_applied_report(cat, found[0])
+        if if_basis_tx is not None and if_basis_tx != latest:
+            raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
+                           "refresh state and retry the excision")
+        x = _target(cat, ref)
+        report = _write(conn, cat, x, latest, operation_id, req_hash, clock, event_factory)
+        conn.execute("COMMIT")
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    report["scrub"] = scrub.scrub(conn, path, report["tx"])
+    return report
+
+
+def _write(conn, cat: Catalog, x: int, latest: int, operation_id, req_hash, clock, event_factory) -> dict:
+    name = cat.name_of(x)
+    selector = name if name is not None else {"eid": gid_to_uuid(cat.gid_of(x))}
+    local = (lambda i: cat.name_of(i) if cat.name_of(i) is not None else i)
+    tx = cat.next_id()
+    event = event_factory(tx)
+    at = transaction_time(read_clock(clock), cat.tx_at(latest))
+    rows = _doomed_rows(conn, x)
+    retracted, redact, freed = [], set(), set()
+    for fact_id, e, a, v, t, ftx, frx in rows:
+        blob = cat.blob(v) if t in values.INDIRECT_TAGS else None
+        retracted.append({"a": cat.name_of(a), "e": local(e), "id": fact_id, "rx": tx, "tx": ftx,
+                          "v": values.render(t, v, blob, local)})
+        redact.add(ftx)
+        if frx is not None:
+            redact.add(frx)
+        if t in values.INDIRECT_TAGS:
+            freed.add(v)
+    redact |= _mentioning_events(conn, selector)
+    ids = [r[0] for r in rows]
+    conn.executemany("DELETE FROM fgraph_facts WHERE id = ?", [(i,) for i in ids])
+    conn.executemany("DELETE FROM fgraph_fts WHERE rowid = ?",
+                     [(r[0],) for r in rows if r[4] in (values.TAG_TEXT, values.TAG_LONG_TEXT)])
+    for key in freed:
+        conn.execute("DELETE FROM fgraph_blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM fgraph_facts "
+                     "WHERE a IN (SELECT id FROM fgraph_ids WHERE name GLOB '*/*') AND t IN (7, 8, 9) AND v = ?)",
+                     (key, key))
+    conn.executemany("UPDATE fgraph_events SET event_data = NULL WHERE tx = ?", [(t,) for t in sorted(redact)])
+    redacts = sorted(gid_to_uuid(cat.gid_of(t)) for t in redact)
+    conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, 5, ?, NULL)", (tx, A_AT, at, tx))
+    at_id = conn.last_insert_rowid()
+    conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, 0, ?, NULL)", (tx, A_EXCISED, x, tx))
+    excised_id = conn.last_insert_rowid()
+    conn.execute("INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, NULL, ?, ?)",
+                 (tx, uuid_to_gid(event), tx))
+    text = dumps({"asserted": [], "at": at, "created": [], "event": event, "fgraph": "event/1", "redacted": True,
+                  "redacts": redacts, "retracted": []})
+    conn.execute("INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) "
+                 "VALUES (?, ?, ?, ?, ?)", (tx, hashlib.sha256(text.encode()).digest(), text, operation_id, req_hash))
+    conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'next_id'", (tx + 1,))
+    scrub.optimise_fts(conn)
+    return {"asserted": [
+        {"a": "fgraph/at", "e": tx, "id": at_id, "rx": None, "tx": tx, "v": {"instant": values.format_instant(at)}},
+        {"a": "fgraph/excised", "e": tx, "id": excised_id, "rx": None, "tx": tx, "v": {"ref": local(x)}}],
+        "at": at, "basis_tx": latest, "event": event, "ids": {}, "retracted": retracted, "status": "applied",
+        "tx": tx}
