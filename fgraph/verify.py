@@ -1,0 +1,123 @@
+"""verify: check a snapshot or an event stream file without a database.
+
+It reads the file once, line by line, and reports what the file is (kind, basis,
+counts) or exactly what is wrong and on which line: structure, canonical form,
+per-event hashes (snapshot receipts), footer digest and counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from fgraph.apply import MAX_EVENT_BYTES, iter_lines, validate_record
+from fgraph.canonical import dumps, loads
+from fgraph.errors import Conflict, FgraphError, FormatError, TooLarge, ValueTypeError
+from fgraph.restore import FOOTER_KEYS, HEADER_KEYS, MAX_LINE_BYTES, RECEIPT_KEYS
+
+
+def _decode(number: int, line, cap: int):
+    raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    body = raw.rstrip(b"\r")
+    if len(body) > cap:
+        raise TooLarge(f"line {number}: over {cap} bytes", "the file is not a valid stream")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"line {number}: not valid UTF-8", "streams are UTF-8 text") from None
+    return text, body
+
+
+def verify(source) -> dict:
+    """Describe a whole, valid stream or raise the typed error naming the first bad line."""
+    lines = iter_lines(source, max_bytes=MAX_LINE_BYTES)
+    first = next(lines, None)
+    if first is None:
+        raise ValueTypeError("the file is empty", "pass a snapshot or an event stream")
+    number, line = first
+    text, _ = _decode(number, line, MAX_LINE_BYTES)
+    try:
+        record = loads(text)
+    except FgraphError as exc:
+        raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+    if isinstance(record, dict) and record.get("fgraph") == "snapshot/1":
+        return _verify_snapshot(record, text, number, lines)
+    return _verify_events(record, text, number, lines)
+
+
+def _verify_events(record, text, number, lines) -> dict:
+    count, noncanonical, first_event, last_event = 0, 0, None, None
+    item = (number, record, text)
+    while item is not None:
+        number, record, text = item
+        try:
+            validate_record(record)
+        except FgraphError as exc:
+            raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+        noncanonical += dumps(record) != text.strip()
+        count += 1
+        first_event = first_event or record["event"]
+        last_event = record["event"]
+        item = _next(lines, MAX_EVENT_BYTES)
+    return {"canonical": noncanonical == 0, "events": count, "first_event": first_event, "kind": "event/1",
+            "last_event": last_event, "noncanonical_lines": noncanonical, "ok": True}
+
+
+def _next(lines, cap):
+    found = next(lines, None)
+    if found is None:
+        return None
+    number, line = found
+    text, _ = _decode(number, line, cap)
+    try:
+        return number, loads(text), text
+    except FgraphError as exc:
+        raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+
+
+def _verify_snapshot(header, text, number, lines) -> dict:
+    if set(header) != HEADER_KEYS or header.get("format") != 2:
+        raise ValueTypeError(f"line {number}: not a snapshot/1 format 2 header", "the file is damaged")
+    digest = hashlib.sha256(dumps(header).encode() + b"\n")
+    receipts = facts = 0
+    last_event = None
+    footer = None
+    while (item := _next(lines, MAX_LINE_BYTES)) is not None:
+        number, record, text = item
+        if footer is not None:
+            raise ValueTypeError(f"line {number}: a record follows the footer", "the file is damaged")
+        if isinstance(record, dict) and record.get("fgraph") == "end":
+            footer = (number, record)
+            continue
+        if isinstance(record, dict) and set(record) == {"receipt"}:
+            if facts:
+                raise ValueTypeError(f"line {number}: a receipt follows a fact", "the file is damaged")
+            _check_receipt(number, record["receipt"])
+            receipts += 1
+            last_event = record["receipt"]["event"]
+        elif isinstance(record, dict) and set(record) == {"fact"} and isinstance(record["fact"], list) \
+                and len(record["fact"]) == 6:
+            facts += 1
+        else:
+            raise ValueTypeError(f"line {number}: neither a receipt, a fact nor the footer", "the file is damaged")
+        digest.update(dumps(record).encode() + b"\n")
+    if footer is None:
+        raise ValueTypeError("the snapshot has no footer (truncated?)", "take a new snapshot")
+    number, record = footer
+    if set(record) != FOOTER_KEYS or record["receipts"] != receipts or record["facts"] != facts:
+        raise ValueTypeError(f"line {number}: the footer counts do not match the body "
+                             f"({receipts} receipts, {facts} facts)", "the file is damaged")
+    if record["sha256"] != digest.hexdigest():
+        raise Conflict(f"line {number}: the footer digest does not match the records", "the file was altered")
+    if header["basis"] != (last_event or "00000000-0000-4000-8000-000000000040"):
+        raise Conflict("line 1: the header basis is not the last receipt's event", "the file was altered")
+    return {"basis": header["basis"], "created_at": header["created_at"], "facts": facts, "kind": "snapshot/1",
+            "ok": True, "receipts": receipts, "sha256": record["sha256"]}
+
+
+def _check_receipt(number: int, receipt) -> None:
+    if not isinstance(receipt, dict) or set(receipt) != RECEIPT_KEYS:
+        raise ValueTypeError(f"line {number}: a receipt must have exactly the 8 receipt keys", "the file is damaged")
+    payload = receipt["event_data"]
+    if payload is not None and hashlib.sha256(dumps(payload).encode()).hexdigest() != receipt["event_hash"]:
+        raise ValueTypeError(f"line {number}: event {receipt['event']} does not hash to its event_hash",
+                             "the file was altered")
