@@ -266,8 +266,9 @@ class Restorer:
             raise Conflict(f"the header basis {self.header['basis']} is not the last receipt's event",
                            "the snapshot was altered; take a new snapshot")
         bad = self.conn.execute(
-            "SELECT r.tx FROM temp.restore_times r LEFT JOIN fgraph_facts f ON f.e = r.tx AND f.a = ? AND f.tx = r.tx "
-            "LEFT JOIN fgraph_facts i ON i.e = r.tx AND i.a = ? AND i.tx = r.tx "
+            "SELECT r.tx FROM temp.restore_times r "
+            "LEFT JOIN fgraph_facts f INDEXED BY fgraph_hist ON f.e = r.tx AND f.a = ? AND f.tx = r.tx "
+            "LEFT JOIN fgraph_facts i INDEXED BY fgraph_hist ON i.e = r.tx AND i.a = ? AND i.tx = r.tx "
             "WHERE f.v IS NOT r.at OR coalesce(i.v, f.v) IS NOT r.origin LIMIT 1", (A_AT, A_IMPORTED_AT)).fetchone()
         if bad is not None:
             raise Conflict(f"transaction {bad[0]}: receipt times disagree with its facts",
