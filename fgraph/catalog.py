@@ -19,7 +19,7 @@ class IdentityCache:
     visible inside the failed transaction.
     """
 
-    LIMIT = 50_000
+    LIMIT = 20_000
 
     def __init__(self):
         self.by_name: dict[str, int] = {}
@@ -28,7 +28,7 @@ class IdentityCache:
 
     def trim(self) -> None:
         """Keep memory flat on long streams: start over past LIMIT rows (a cache, not a source of truth)."""
-        if len(self.rows) > self.LIMIT or len(self.transactions) > self.LIMIT:
+        if len(self.rows) > self.LIMIT or len(self.transactions) > self.LIMIT or len(self.by_name) > self.LIMIT:
             self.clear()
 
     def clear(self) -> None:
@@ -56,6 +56,7 @@ class Catalog:
             row = self.conn.execute("SELECT name, gid, created_tx FROM fgraph_ids WHERE id = ?", (ident,)).fetchone()
             if row is None:
                 return None
+            self.cache.trim()
             self.cache.rows[ident] = row
             if row[0] is not None:
                 self.cache.by_name[row[0]] = ident
@@ -72,6 +73,7 @@ class Catalog:
             if row is None:
                 return None
             ident = row[0]
+            self.cache.trim()
             self.cache.by_name[name] = ident
             self.cache.rows[ident] = (name, row[1], row[2])
         return ident if self._visible(self.cache.rows[ident]) else None
@@ -80,6 +82,7 @@ class Catalog:
         row = self.conn.execute("SELECT id, name, created_tx FROM fgraph_ids WHERE gid = ?", (gid,)).fetchone()
         if row is None:
             return None
+        self.cache.trim()
         self.cache.rows[row[0]] = (row[1], gid, row[2])
         return row[0] if self._visible(self.cache.rows[row[0]]) else None
 
@@ -98,6 +101,7 @@ class Catalog:
             return True
         found = self.conn.execute("SELECT 1 FROM fgraph_events WHERE tx = ?", (ident,)).fetchone() is not None
         if found:
+            self.cache.trim()
             self.cache.transactions.add(ident)
         return found
 

@@ -16,7 +16,7 @@ from fgraph.canonical import dumps
 from fgraph.catalog import Catalog
 from fgraph.identity import GENESIS_EVENT, gid_to_uuid
 
-SELECTOR_CACHE = 65536
+SELECTOR_CACHE = 8192
 
 
 class Selectors:

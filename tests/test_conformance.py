@@ -37,6 +37,22 @@ UPSTREAM_CASES = ROOT.parent / "shared" / "fixtures" / "upstream" / "cases"
 DIVERGENT = "divergent"
 CLI_KINDS = ("cli", "peer")
 
+#: Cases whose expectations come from the published runtime and that this runtime
+#: does not meet yet (test id -> what differs). They are xfail(strict=True): the
+#: day the runtime is fixed the item XPASSes, which fails, and the entry must go.
+#: Library code is not changed from here; see docs/conformance.md.
+KNOWN_DIVERGENCES = {
+    "project/streams/events-through[lib]":
+        "event_records(through=N) is not validated: through 63/0/-1/true/'65'/65.0 return [] and "
+        "2**63 raises OverflowError; the published runtime raises TypeError for each",
+    "project/streams/apply-attribute-names[lib]":
+        "apply: an invalid attribute name in asserted/tx_facts is TypeError here, SchemaError in the "
+        "published runtime (as in transact)",
+    "project/streams/apply-attribute-names[cli]":
+        "apply: an invalid attribute name in asserted/tx_facts is TypeError here, SchemaError in the "
+        "published runtime (as in transact)",
+}
+
 
 def _load_runner():
     name = "fgraph_conformance_runner"
@@ -63,8 +79,10 @@ def _collect() -> list:
             rel = path.relative_to(base).with_suffix("").as_posix()
             for kind in adapters:
                 marks = [pytest.mark.peer] if kind == "peer" else []
-                params.append(pytest.param(corpus, rel, path, kind, marks=marks,
-                                           id=f"{corpus}/{rel}[{kind}]"))
+                test_id = f"{corpus}/{rel}[{kind}]"
+                if test_id in KNOWN_DIVERGENCES:
+                    marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_DIVERGENCES[test_id]))
+                params.append(pytest.param(corpus, rel, path, kind, marks=marks, id=test_id))
     return params
 
 
@@ -241,6 +259,13 @@ def test_subset_rule() -> None:
     '{"steps": [{"entity": "a", "options": {}}]}',
     '{"steps": [{"tx": {}, "entity": "a"}]}',
     '{"steps": [], "extra": 1}',
+    '{"steps": [{"events": {"since": 64, "until": 65}}]}',
+    '{"steps": [{"events": 64}]}',
+    '{"steps": [{"apply": {"fgraph": "event/1"}}]}',
+    '{"steps": [{"apply": [1]}]}',
+    '{"steps": [{"apply": ["{}\\n{}"]}]}',
+    '{"steps": [{"apply": [{"n": 1e400}]}]}',
+    '{"steps": [{"apply": [], "options": {}}]}',
 ])
 def test_malformed_cases_are_rejected(text: str) -> None:
     with pytest.raises(runner.CaseFormatError):
@@ -252,3 +277,55 @@ def test_case_json_round_trip() -> None:
     text = runner.dumps_json(value)
     assert "1e400" in text and "\\ud800" in text
     assert runner.loads_strict(text) == value
+
+
+# ---- stream actions (project extension: events, apply)
+
+def test_stream_steps_are_valid() -> None:
+    runner.validate_case({"steps": [
+        {"events": {}}, {"events": {"since": 65, "through": 70}, "expect": []},
+        {"events": {"since": True}, "error": "TypeError"},
+        {"apply": []}, {"apply": [{"fgraph": "event/1"}, "  raw line \u2028", ""], "error": "TypeError"},
+    ]})
+    assert "apply" in runner.WRITE_ACTIONS and "events" not in runner.WRITE_ACTIONS
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ({"b": 1.0, "a": [-0.0, 1e-7, 1e-6, 1e20, 1e21, 1250.0, 2.0**63, 0.1]},
+     '{"a":[0,1e-7,0.000001,1e+20,1e+21,1250,9.223372036854776e+18,0.1],"b":1}'),
+    ({"\ue000": 1, "\U0001f600": 2, "z": None, "t": True}, '{"t":true,"z":null,"\ue000":1,"\U0001f600":2}'),
+    ("a\u2028\x00\x1f\x7f\x85\"\\/\n\r\t\b\f", '"a\u2028\\u0000\\u001f\x7f\x85\\"\\\\/\\n\\r\\t\\b\\f"'),
+    (-(2**63), "-9223372036854775808"),
+])
+def test_canonical_dumps(value, text) -> None:
+    assert runner.canonical_dumps(value) == text
+
+
+@pytest.mark.parametrize("value", [2**63, float("nan"), float("inf"), "\ud800", {1: 2}, b"x"])
+def test_canonical_dumps_refuses(value) -> None:
+    with pytest.raises(runner.CaseFormatError):
+        runner.canonical_dumps(value)
+
+
+def test_canonical_dumps_equals_our_encoder() -> None:
+    canonical = pytest.importorskip("fgraph.canonical")
+    import random
+
+    rng = random.Random(7)
+    values = [rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30) for _ in range(3000)]
+    values += [float(rng.randint(-2**64, 2**64)) for _ in range(500)]
+    for value in values + [{"k": values[:50], "s": "\u2028é\x00"}]:
+        ours = canonical.dumps(value)
+        assert runner.canonical_dumps(value) == (ours.decode() if isinstance(ours, bytes) else ours)
+
+
+def test_stream_text_and_parse() -> None:
+    record = {"fgraph": "event/1", "at": 1, "s": "a\u2028b"}
+    text = runner.stream_text([record, "  {\"x\": 1} \r", ""])
+    assert text == '{"at":1,"fgraph":"event/1","s":"a\u2028b"}\n  {"x": 1} \r\n\n'
+    assert runner.stream_text([]) == ""
+    assert runner.parse_ndjson(runner.stream_text([record, record])) == [record, record]
+    assert runner.parse_ndjson("") == []
+    for bad in ('{"a":1}', '{"b":1,"a":2}\n', '{"a":1.0}\n', '{"a": 1}\n', '{"a":1}\n\n'):
+        with pytest.raises(ValueError):
+            runner.parse_ndjson(bad)
