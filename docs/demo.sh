@@ -6,7 +6,8 @@ fgraph="${1:-fgraph}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 db="$dir/demo.fgraph"
-run() { printf '\n$ fgraph %s\n' "$*"; "$fgraph" --db "$db" "$@"; }
+fg="$fgraph"
+run() { printf '\n$ fgraph %s\n' "$*"; "$fg" --db "$db" "$@"; }
 
 run init
 run declare person/email --type text --unique --doc "Primary e-mail address"
@@ -16,10 +17,13 @@ run add '{"id":"ada","person/knows":{"ref":"grace"}}'
 run add '{"id":"ada","person/born":1816}'
 run get ada
 run history ada person/born
-first_tx=$("$fgraph" --db "$db" --json history ada person/born | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["tx"])')
+txs=$("$fg" --db "$db" --json history ada person/born | python3 -c 'import json,sys; print(*[h["tx"] for h in json.load(sys.stdin)])')
+set -- $txs
+first_tx=$1 second_tx=$2
 run get ada --at "$first_tx"
 run why ada person/born
-run diff "$first_tx" "$((first_tx + 10))"
-run tx "$first_tx"
+run diff "$first_tx" "$second_tx"
+run tx "$second_tx"
+run tail --since "$first_tx"
 run info
 printf '\nThe database was %s; it is removed again now.\n' "$db"
