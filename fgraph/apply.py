@@ -91,10 +91,10 @@ def check_selector(sel, what: str):
 
 
 def check_attribute(name) -> str:
-    try:
-        return check_attribute_name(name)
-    except SchemaError:
-        raise _fail(f"attribute {name!r} is not a valid attribute name") from None
+    """A string must be a valid attribute name (SchemaError, as in a transaction); anything else is TypeError."""
+    if not isinstance(name, str):
+        raise _fail(f"attribute {name!r} must be an attribute name")
+    return check_attribute_name(name)
 
 
 def check_tagged(value, tag):

@@ -51,8 +51,17 @@ def _rows_after(conn, after: int, through: int | None):
             return
 
 
+def check_through(through) -> int | None:
+    if through is None:
+        return None
+    if isinstance(through, bool) or not isinstance(through, int) or not 64 <= through <= INT64_MAX:
+        raise ValueTypeError(f"event through {through!r} is invalid", "use a transaction id at least 64")
+    return through
+
+
 def iter_event_lines(conn, since: int = 64, through: int | None = None) -> Iterator[tuple[int, str]]:
     """(tx, canonical line without LF) for every event with since < tx <= through."""
+    check_through(through)
     cat = Catalog(conn)
     for tx, data, event_hash in _rows_after(conn, check_since(since), through):
         yield tx, (data if data is not None else redacted_stub(cat, tx, event_hash))

@@ -114,7 +114,7 @@ BAD_LINES = [
     ("version 6 uuid", lambda r: dumps({**r, "event": r["event"][:14] + "6" + r["event"][15:]}), "TypeError"),
     ("missing key", lambda r: dumps({k: v for k, v in r.items() if k != "created"}), "TypeError"),
     ("not event/1", lambda r: dumps({**r, "fgraph": "event/2"}), "TypeError"),
-    ("bad attribute", lambda r: dumps({**r, "asserted": [["ada", "Bad", 1, "int"]]}), "TypeError"),
+    ("bad attribute", lambda r: dumps({**r, "asserted": [["ada", "Bad", 1, "int"]]}), "SchemaError"),  # as in a transaction (published behaviour)
     ("tx_facts forbidden", lambda r: dumps({**r, "tx_facts": [["fgraph/by", "me", "text"]]}), "SchemaError"),
     ("oversized", lambda r: " " * (8 * 1048576 + 65537) + dumps(r), "TooLarge"),
     ("created lists an unused eid", lambda r: dumps({**r, "created": r["created"] + [

@@ -25,6 +25,7 @@ import concurrent.futures
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,17 +42,7 @@ CLI_KINDS = ("cli", "peer")
 #: does not meet yet (test id -> what differs). They are xfail(strict=True): the
 #: day the runtime is fixed the item XPASSes, which fails, and the entry must go.
 #: Library code is not changed from here; see docs/conformance.md.
-KNOWN_DIVERGENCES = {
-    "project/streams/events-through[lib]":
-        "event_records(through=N) is not validated: through 63/0/-1/true/'65'/65.0 return [] and "
-        "2**63 raises OverflowError; the published runtime raises TypeError for each",
-    "project/streams/apply-attribute-names[lib]":
-        "apply: an invalid attribute name in asserted/tx_facts is TypeError here, SchemaError in the "
-        "published runtime (as in transact)",
-    "project/streams/apply-attribute-names[cli]":
-        "apply: an invalid attribute name in asserted/tx_facts is TypeError here, SchemaError in the "
-        "published runtime (as in transact)",
-}
+KNOWN_DIVERGENCES: dict[str, str] = {}  # test id -> why our runtime knowingly differs (none at present)
 
 
 def _load_runner():
@@ -329,3 +320,32 @@ def test_stream_text_and_parse() -> None:
     for bad in ('{"a":1}', '{"b":1,"a":2}\n', '{"a":1.0}\n', '{"a": 1}\n', '{"a":1}\n\n'):
         with pytest.raises(ValueError):
             runner.parse_ndjson(bad)
+
+
+# ---- the published library (11 §2.5: the same runner drives fgraph 1.2.0 in-process)
+
+def _peer_python() -> str | None:
+    """The peer's Python (``$FGRAPH_PEER --python``, as refpeer offers), or None."""
+    peer = os.environ.get("FGRAPH_PEER")
+    if not peer:
+        return None
+    try:
+        proc = subprocess.run([peer, "--python"], capture_output=True, text=True, timeout=300, check=False)
+    except OSError:
+        return None
+    python = proc.stdout.strip()
+    return python if proc.returncode == 0 and python and os.path.exists(python) else None
+
+
+@pytest.mark.peer
+def test_corpus_on_published_library() -> None:
+    """Every case, stream cases included, also passes on the peer's library (derive.py --check;
+    divergent cases are skipped there). Needs an FGRAPH_PEER that answers ``--python``."""
+    python = _peer_python()
+    if python is None:
+        pytest.skip("FGRAPH_PEER is unset or offers no --python")
+    paths = [str(OWN_CASES)] + ([str(UPSTREAM_CASES)] if UPSTREAM_CASES.is_dir() else [])
+    proc = subprocess.run([python, str(ROOT / "conformance" / "derive.py"), "--check", *paths],
+                          capture_output=True, text=True, timeout=600, check=False)
+    failures = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert proc.returncode == 0 and not failures, "\n".join(failures) or proc.stdout[-3000:] + proc.stderr[-3000:]
