@@ -16,7 +16,7 @@ from fgraph.canonical import dumps, loads
 from fgraph.catalog import Catalog
 from fgraph.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
 from fgraph.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
-from fgraph.plan import NewIdent, check_attribute_name, check_name
+from fgraph.plan import check_attribute_name, check_name
 from fgraph.transact import UNSET, Request, already_applied_report, run_in_transaction
 from fgraph.values import RefWire, Value
 

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings

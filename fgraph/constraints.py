@@ -1,0 +1,113 @@
+"""Final-state constraints of a plan (spec 03 §5): declarations, types, cardinality,
+uniqueness and shapes, checked after every item is planned so order cannot matter.
+
+A mixin of ``Planner``: it reads the planner's working slots and schema.
+"""
+
+from __future__ import annotations
+
+from fgraph import values
+from fgraph.errors import Conflict, SchemaError
+from fgraph.genesis import A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_VECTOR_MODEL, SYSTEM_MAX
+
+TYPE_TAGS = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 8), "instant": (5,),
+             "bytes": (6, 9), "vector": (7,), "json": (10,)}
+
+
+class Constraints:
+    def check_declaration(self, a) -> None:
+        label = self.attribute_label(a)
+        s = self.schema(a)
+        kind = s["type"]
+        if kind is not None and kind not in TYPE_TAGS:
+            raise SchemaError(f"unknown type {kind!r} for {label!r}",
+                              "use one of bool, int, float, text, instant, bytes, vector, json, ref")
+        if s["unique"] and (kind is None or kind in ("json", "vector")):
+            raise SchemaError(f"{label!r} cannot be unique with type {kind!r}",
+                              "declare a scalar type (not json or vector) together with --unique")
+        dims = s["dims"]
+        if dims is not None and (kind != "vector" or isinstance(dims, bool) or dims <= 0):
+            raise SchemaError(f"invalid dims {dims!r} for {label!r}",
+                              "dims must be a positive integer on a vector attribute")
+        if self._one(a, A_VECTOR_MODEL) is not None and kind != "vector":
+            raise SchemaError(f"vector-model on {label!r} requires type vector", "declare --type vector")
+        if isinstance(a, int):
+            self.check_existing_values(a, label, s)
+
+    def check_existing_values(self, a: int, label: str, s: dict) -> None:
+        conn = self.cat.conn
+        if s["type"] is not None:
+            tags = ",".join(str(t) for t in TYPE_TAGS[s["type"]])
+            for (e,) in conn.execute(
+                    f"SELECT DISTINCT e FROM fgraph_facts WHERE a = ? AND rx IS NULL AND t NOT IN ({tags})", (a,)):
+                if any(k[0] not in TYPE_TAGS[s["type"]] for k in self.slot(e, a).present):
+                    raise SchemaError(f"{label!r} already holds values that are not {s['type']}",
+                                      "retract them first, or declare another type")
+        if not s["many"]:
+            for (e,) in conn.execute(
+                    "SELECT e FROM fgraph_facts WHERE a = ? AND rx IS NULL GROUP BY e HAVING count(*) > 1", (a,)):
+                self.check_slot(self.slot(e, a))
+        if s["unique"]:
+            for v, t in conn.execute("SELECT v, t FROM fgraph_facts WHERE a = ? AND rx IS NULL "
+                                     "GROUP BY v, t HAVING count(*) > 1", (a,)):
+                owners = [e for e in self.cat.live_owners(a, v, t) if (t, v) in self.slot(e, a).present]
+                if len(owners) > 1:
+                    raise SchemaError(f"{label!r} cannot become unique: value {v!r} has several owners",
+                                   "make the values distinct first")
+
+    def check_slot(self, slot) -> None:
+        a = slot.a
+        s = self.schema(a)
+        label = self.attribute_label(a)
+        if s["type"] is not None:
+            for key in slot.present:
+                if key[0] not in TYPE_TAGS.get(s["type"], ()):
+                    raise SchemaError(f"{label!r} is declared {s['type']} but holds a "
+                                      f"{values.logical_name(key[0])} value", "make the value and type agree")
+        if not s["many"] and len(slot.present) > 1:
+            if any(k not in slot.live for k in slot.present):
+                raise Conflict(f"{label!r} is cardinality-one but would hold {len(slot.present)} values",
+                               "keep one value, or declare it --many")
+            raise SchemaError(f"{label!r} cannot become cardinality-one while an entity holds several values",
+                              "retract the extra values first")
+        if s["unique"]:
+            for key in slot.present:
+                if key in slot.live:
+                    continue
+                owners = {id(e) for e in self.owners.get((a, key), ()) if key in self.slot(e, a).present}
+                if isinstance(a, int) and isinstance(key[1], (int, float, str, bytes)):  # not a new identity
+                    owners |= {id(e) for e in self.cat.live_owners(a, key[1], key[0])
+                               if key in self.slot(e, a).present}
+                if len(owners) > 1:
+                    raise Conflict(f"unique value {key[1]!r} of {label!r} already belongs to another entity",
+                                   "upsert onto the owner (omit id), or retract it from the owner first")
+
+    def check_shapes(self) -> None:
+        """Shapes: required attributes present; closed shapes allow only listed attributes."""
+        if self.schema_cache.has_shapes is None:
+            self.schema_cache.has_shapes = self.cat.has_live_attribute(A_SHAPE)
+        if not self.schema_cache.has_shapes and not any(
+                slot.a == A_SHAPE and slot.present for slot in self.dirty.values()):
+            return
+        touched = {id(slot.e): slot.e for slot in self.dirty.values() if self._changed(slot)}
+        for e in touched.values():
+            for key in self.slot(e, A_SHAPE).present:
+                self.check_shape(e, key[1])
+
+    def check_shape(self, e, shape) -> None:
+        required = [key[1] for key in self.slot(shape, A_SHAPE_REQUIRED).present]
+        allowed = required + [key[1] for key in self.slot(shape, A_SHAPE_ALLOWED).present]
+        closed = self._one(shape, A_SHAPE_CLOSED) == 1
+        held = [slot.a for slot in self.slots.values() if slot.e is e or slot.e == e and slot.present]
+        if isinstance(e, int):
+            held += [a for a in self.cat.live_attributes(e) if self.slot(e, a).present]
+        held = [a for a in held if self.slot(e, a).present]
+        for a in required:
+            if not any(h is a or h == a for h in held):
+                raise SchemaError(f"entity is missing attribute {self.attribute_label(a)!r} required by its shape",
+                                  "add the attribute in the same transaction")
+        if closed:
+            for a in held:
+                if not (isinstance(a, int) and a <= SYSTEM_MAX) and not any(x is a or x == a for x in allowed):
+                    raise SchemaError(f"attribute {self.attribute_label(a)!r} is not allowed by the closed shape",
+                                      "remove it or allow it in the shape")
