@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import unicodedata
 
 from fgraph import values
 from fgraph.catalog import Catalog
@@ -47,14 +46,19 @@ class Slot:
         self.items = set()          # request items that touched this slot
 
 
+# Unicode category Cc is exactly C0, DEL and C1; a regex checks it in C.
+CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
 def check_name(name: object, what: str = "name") -> str:
     if not isinstance(name, str):
         raise ValueTypeError(f"{what} {name!r} is not a string", "use a text name or an id")
     size = len(name.encode("utf-8", "surrogatepass"))
-    if not 1 <= size <= 512 or any(unicodedata.category(ch) == "Cc" for ch in name):
+    if not 1 <= size <= 512 or CONTROL_RE.search(name):
         raise ValueTypeError(f"invalid {what} {name!r}",
                              "names are 1-512 UTF-8 bytes without control characters")
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in name):
+    if SURROGATE_RE.search(name):
         raise ValueTypeError(f"invalid {what} {name!r}: lone surrogate", "use valid Unicode text")
     return name
 

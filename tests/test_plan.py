@@ -1,0 +1,73 @@
+"""Proves planner details of spec 03 §2, §5, §7: name rules (the Cc check equals Unicode's category),
+allocation order with nested maps, tmp drop with id reuse, and planning order of assertions."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+
+import pytest
+
+import fgraph
+from fgraph.plan import CONTROL_RE, check_attribute_name, check_name
+from tests.conftest import stepping_clock
+
+
+def test_control_regex_is_exactly_unicode_cc():
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        assert (unicodedata.category(chr(code)) == "Cc") == bool(CONTROL_RE.match(chr(code))), hex(code)
+
+
+@pytest.mark.parametrize("name", ["Ada Lovelace Ünïcode", "article/one", "blob/entity/item", "x" * 512, "é" * 256])
+def test_valid_names(name):
+    assert check_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "x" * 513, "é" * 257, "tab\there", "nel\u0085", "del\x7f", "\ud800"])
+def test_invalid_names(name):
+    with pytest.raises(fgraph.ValueTypeError):
+        check_name(name)
+
+
+@pytest.mark.parametrize("name", ["bad", "noslash", "Bad/Attr", "id2", "a/b/c", "/x", "x/", "fgraph/other"])
+def test_invalid_attribute_names(name):
+    with pytest.raises(fgraph.SchemaError):
+        check_attribute_name(name)
+
+
+def seeded():
+    os.environ["FGRAPH_EVENT_SEED"] = "fgraph-conformance-v2"
+    try:
+        return fgraph.connect(":memory:", clock=stepping_clock())
+    finally:
+        del os.environ["FGRAPH_EVENT_SEED"]
+
+
+def test_allocation_order_with_nested_maps():
+    db = seeded()
+    try:
+        db.declare("a/ref", ref=True)
+        first = db.latest_tx() + 1
+        report = db.transact([{"id": "p", "z/k": 1, "a/ref": {"id": "n", "m/x": 1, "b/y": {"json": 1}}},
+                              ["assert", "new-e", "new/attr", {"ref": "new-target"}]])
+        names = ["p", "n", "b/y", "m/x", "z/k", "new-e", "new/attr", "new-target"]
+        assert db.event_records()[-1]["created"] == names
+        assert report["tx"] == first + len(names)
+        planned = [(f["e"], f["a"]) for f in report["asserted"][1:]]
+        assert planned == [("n", "b/y"), ("n", "m/x"), ("p", "a/ref"), ("p", "z/k"), ("new-e", "new/attr")]
+    finally:
+        db.close()
+
+
+def test_dropped_tmp_leaves_no_gap():
+    db = seeded()
+    try:
+        before = db.latest_tx()
+        report = db.transact([{"id": {"tmp": "gone"}, "item/value": 1}, ["retract", {"tmp": "gone"}, "item/value", 1],
+                              {"id": "kept", "item/value": 2}])
+        assert report["ids"] == {"kept": before + 2}
+        assert report["tx"] == before + 3
+    finally:
+        db.close()
