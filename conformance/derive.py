@@ -16,7 +16,8 @@ Check mode — run cases (files or folders) on the library and report::
 
 Output files use 2-space indentation, ``ensure_ascii=False``, a fixed key order
 for cases and steps, sorted keys inside expectations, and short arrays/objects
-kept on one line.
+kept on one line. Streams (the value of ``apply``/``restore``, the expectation of
+``events``/``snapshot``) are written one record per line.
 """
 
 from __future__ import annotations
@@ -63,9 +64,22 @@ def _sorted_keys(value: Any) -> Any:
     return value
 
 
+class _Rows(list):
+    """A stream (NDJSON records) in a case file: one record per line, whatever its width."""
+
+
+#: actions whose value is a stream of records (``apply``/``restore``) and whose
+#: expectation is one (``events``/``snapshot``)
+STREAM_VALUES = ("apply", "restore")
+STREAM_RESULTS = ("events", "snapshot")
+
+
 def _order_step(step: dict[str, Any]) -> dict[str, Any]:
     action = runner.step_action(step)
-    out: dict[str, Any] = {action: step[action]}
+    value = step[action]
+    if action in STREAM_VALUES and isinstance(value, list):
+        value = _Rows(value)
+    out: dict[str, Any] = {action: value}
     for key in STEP_KEY_ORDER:
         if key not in step:
             continue
@@ -73,6 +87,8 @@ def _order_step(step: dict[str, Any]) -> dict[str, Any]:
             out[key] = [_order_step(s) for s in step[key]]
         elif key == "expect":
             out[key] = _sorted_keys(step[key])
+            if action in STREAM_RESULTS and isinstance(out[key], list):
+                out[key] = _Rows(out[key])
         else:
             out[key] = step[key]
     for key in step:  # anything else, kept (validate_case rejects unknown keys anyway)
@@ -94,6 +110,10 @@ def _one_line(value: Any) -> str:
 
 def dump(value: Any, indent: int = 0, used: int = 0) -> str:
     """2-space indented JSON; a container stays on one line when it fits."""
+    if isinstance(value, _Rows) and value:
+        pad = " " * (indent + 2)
+        return ("[\n" + ",\n".join(pad + _one_line(item) for item in value) + "\n"
+                + " " * indent + "]")
     flat = _one_line(value)
     if not isinstance(value, (dict, list)) or not value or indent + used + len(flat) <= WIDTH:
         return flat

@@ -14,10 +14,16 @@ Entry points:
 - :class:`CliAdapter` — drives any runtime's ``fgraph`` executable (09).
 - :func:`run_case` — runs one case on one adapter; raises :class:`CaseFailure`
   or :class:`CaseSkipped`, returns a :class:`CaseReport` otherwise.
+- :func:`seal` — the footer of a snapshot/1 body, for writing re-sealed mutations.
+
+Project extensions beyond 11 §2 (docs/conformance.md): ``entity`` with ``depth``;
+``events`` / ``apply`` (event/1 streams); ``snapshot`` / ``restore`` (snapshot/1);
+``excise``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -49,14 +55,25 @@ CORE_WRITES = frozenset({"tx", "declare", "undo"})
 #: (``event_records`` / ``tail``), ``apply`` merges one (``apply_summary`` / ``apply -``)
 STREAM_READS = frozenset({"events"})
 STREAM_WRITES = frozenset({"apply"})
+#: project extension (spec 05, 07): ``snapshot`` reads the snapshot/1 stream
+#: (``snapshot()`` / ``snapshot``), ``restore`` loads one into the pristine database
+#: (``restore`` / ``restore -``), ``excise`` erases an entity or attribute
+#: (``excise`` / ``excise REF --operation-id ID --if-basis-tx N``)
+SNAPSHOT_READS = frozenset({"snapshot"})
+SNAPSHOT_WRITES = frozenset({"restore"})
+HISTORY_WRITES = frozenset({"excise"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
 LATER_READS = frozenset({"q", "explain", "datoms", "search", "attributes", "schema",
                          "validate", "schema_manifest", "schema_check"})
 LATER_WRITES = frozenset({"shape", "schema_apply"})
-ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | LATER_READS | LATER_WRITES
-           | {"at"})
-WRITE_ACTIONS = CORE_WRITES | STREAM_WRITES | LATER_WRITES
+ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS
+           | SNAPSHOT_WRITES | HISTORY_WRITES | LATER_READS | LATER_WRITES | {"at"})
+WRITE_ACTIONS = CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | LATER_WRITES
 EVENTS_KEYS = frozenset({"since", "through"})
+EXCISE_KEYS = frozenset({"ref", "operation_id", "if_basis_tx"})
+#: keys of our excise report that the published runtime does not have: ``scrub``
+#: describes the physical scrub (freelist, WAL) and is dropped before matching
+EXCISE_EXTRA_KEYS = ("scrub",)
 
 #: modifiers a step may carry besides its action. ``depth`` on ``entity`` is a
 #: project extension (``entity(ref, depth=N)`` / ``get --depth N``).
@@ -163,8 +180,15 @@ def _validate_steps(steps: list[Any], path: str) -> None:
             value = step["events"]
             if not isinstance(value, dict) or set(value) - EVENTS_KEYS:
                 raise CaseFormatError(f"{where}: 'events' takes an object with 'since' and/or 'through'")
-        if action == "apply":
-            _validate_stream_items(step["apply"], where)
+        if action in ("apply", "restore"):
+            _validate_stream_items(step[action], where, action)
+        if action == "snapshot" and step["snapshot"] != {}:
+            raise CaseFormatError(f"{where}: 'snapshot' takes {{}}")
+        if action == "excise":
+            value = step["excise"]
+            if not isinstance(value, dict) or "ref" not in value or set(value) - EXCISE_KEYS:
+                raise CaseFormatError(f"{where}: 'excise' takes an object with 'ref' and optionally "
+                                      f"'operation_id' and 'if_basis_tx'")
         if action == "at":
             if "error" in step and "steps" in step:
                 raise CaseFormatError(f"{where}: an 'at' step with 'error' has no 'steps'")
@@ -173,17 +197,17 @@ def _validate_steps(steps: list[Any], path: str) -> None:
             _validate_steps(step.get("steps", []), f"{where}.steps")
 
 
-def _validate_stream_items(items: Any, where: str) -> None:
+def _validate_stream_items(items: Any, where: str, action: str = "apply") -> None:
     if not isinstance(items, list):
-        raise CaseFormatError(f"{where}: 'apply' takes a list of event records and raw lines")
+        raise CaseFormatError(f"{where}: {action!r} takes a list of records and raw lines")
     for index, item in enumerate(items):
         if isinstance(item, str):
             if "\n" in item:
-                raise CaseFormatError(f"{where}: apply[{index}]: a raw line cannot contain LF")
+                raise CaseFormatError(f"{where}: {action}[{index}]: a raw line cannot contain LF")
         elif isinstance(item, dict):
             canonical_dumps(item)  # must be encodable
         else:
-            raise CaseFormatError(f"{where}: apply[{index}]: an event record (object) or a raw "
+            raise CaseFormatError(f"{where}: {action}[{index}]: a record (object) or a raw "
                                   f"line (string)")
 
 
@@ -275,6 +299,24 @@ def parse_ndjson(text: str) -> list[Any]:
                              f"(canonical: {canonical[:300]!r})")
         records.append(record)
     return records
+
+
+def seal(records: list[Any]) -> list[Any]:
+    """A snapshot/1 body (header, receipts, facts; no footer) plus its footer (spec 05 §1):
+    the counts and the SHA-256 over every record's canonical bytes + LF. Used to write
+    re-sealed mutations (05 §2.8) into cases."""
+    body = "".join(canonical_dumps(record) + "\n" for record in records)
+    receipts = sum(1 for r in records if isinstance(r, dict) and "receipt" in r)
+    facts = sum(1 for r in records if isinstance(r, dict) and "fact" in r)
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return [*records, {"facts": facts, "fgraph": "end", "receipts": receipts, "sha256": digest}]
+
+
+def _excise_report(report: Any) -> Any:
+    """Our excise report has extra keys (``scrub``); drop them so both runtimes compare."""
+    if isinstance(report, dict):
+        return {k: v for k, v in report.items() if k not in EXCISE_EXTRA_KEYS}
+    return report
 
 
 def iter_steps(steps: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -668,6 +710,27 @@ class LibraryAdapter(Adapter):
         elif action == "apply":
             text = stream_text(value)
             call = lambda: ctx.apply_summary(text)  # noqa: E731
+        elif action == "snapshot":
+            text = self._call(lambda: ctx.snapshot())
+            if not isinstance(text, str):
+                raise RuntimeCrash(f"snapshot() returned {type(text).__name__}, not the stream text")
+            try:
+                return parse_ndjson(text)
+            except (ValueError, CaseFormatError) as exc:
+                raise RuntimeCrash(f"snapshot() gave a bad NDJSON stream ({exc})") from None
+        elif action == "restore":
+            text = stream_text(value)
+            result = self._call(lambda: ctx.restore(text))
+            if result is None:
+                # The published restore() returns None: report the CLI's
+                # {"basis_tx", "ok"}, basis_tx read from a no-op transaction's report.
+                noop = to_jsonable(self._call(lambda: ctx.transact([])))
+                return {"basis_tx": noop["basis_tx"], "ok": True}
+            return to_jsonable(result)
+        elif action == "excise":
+            rest = dict(value)
+            ref = rest.pop("ref")
+            return _excise_report(to_jsonable(self._call(lambda: ctx.excise(ref, **rest))))
         else:
             raise NotExpressible(f"action {action!r} is not supported by this runner")
         result = self._call(call)
@@ -879,7 +942,26 @@ class CliAdapter(Adapter):
             except UnicodeEncodeError:
                 raise NotExpressible("the stream is not encodable as UTF-8") from None
             return self.run(["apply", "-"], write=True, stdin=data)
+        if action == "snapshot":
+            # NDJSON; every line must be byte-identical to its canonical form
+            return self.run(["snapshot"], write=False, ndjson=True)
+        if action == "restore":
+            try:
+                data = stream_text(value).encode("utf-8")
+            except UnicodeEncodeError:
+                raise NotExpressible("the stream is not encodable as UTF-8") from None
+            return self.run(["restore", "-"], write=True, stdin=data)
+        if action == "excise":
+            return _excise_report(self.run(self._excise_args(value), write=True))
         raise NotExpressible(f"action {action!r} has no CLI form")
+
+    def _excise_args(self, value: dict[str, Any]) -> list[str]:
+        # both options are required on the CLI (07 §2): without them the step is library-only
+        if "operation_id" not in value or "if_basis_tx" not in value:
+            raise NotExpressible("excise needs --operation-id and --if-basis-tx on the CLI")
+        return ["excise", f"--operation-id={_text_arg(value['operation_id'], 'operation_id')}",
+                f"--if-basis-tx={_int_arg(value['if_basis_tx'], 'if_basis_tx')}",
+                *_positionals([_ref_arg(value["ref"])])]
 
     def _add_args(self, data: Any, options: dict[str, Any]) -> list[str]:
         args = ["add"]

@@ -20,7 +20,7 @@ from fgraph.catalog import Catalog
 from fgraph.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
 from fgraph.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, genesis_event
 from fgraph.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
-from fgraph.plan import ATTRIBUTE_RE, check_name
+from fgraph.plan import check_attribute_name, check_name
 from fgraph.transact import FTS_TAGS, begin_immediate, check_operation_id
 from fgraph.values import RefWire
 
@@ -149,18 +149,33 @@ class Restorer:
         if payload.get("at") != origin:
             raise Conflict(f"event {event}: payload at {payload.get('at')} differs from origin_at {origin}",
                            "the snapshot was altered; restore an unmodified one")
-        if not _subsequence(r["created"], payload.get("created")):
+        if not _subsequence(r["created"], payload.get("created")) or not self._omitted_exist(r, payload):
             raise Conflict(f"event {event}: receipt created identities disagree with its authenticated event",
                            "the snapshot was altered; restore an unmodified one")
         return text
+
+    def _omitted_exist(self, r: dict, payload: dict) -> bool:
+        """A receipt may skip names of its event only when they already existed (an apply that unified them)."""
+        listed = [dumps(sel) for sel in r["created"]]
+        for sel in payload.get("created", ()):
+            if dumps(sel) in listed:
+                continue
+            if isinstance(sel, str):
+                if self.cat.id_by_name(sel) is None:
+                    return False
+            elif not isinstance(sel, dict) or self.cat.id_by_gid(uuid_to_gid(check_event_uuid(sel.get("eid"),
+                                                                                               "eid"))) is None:
+                return False
+        return True
 
     def fact(self, f) -> None:
         if not isinstance(f, list) or len(f) != 6:
             raise _type("a fact must be [entity, attribute, value, tag, tx_event, rx_event]")
         e_sel, attr, raw, tag, tx_event, rx_event = f
         e = self.resolve(e_sel)
-        if not isinstance(attr, str) or not ATTRIBUTE_RE.match(attr):
+        if not isinstance(attr, str):
             raise _type(f"fact attribute {attr!r} must be an attribute name")
+        check_attribute_name(attr)
         a = self.cat.id_by_name(attr)
         if a is None:
             raise NotFound(f"attribute {attr!r} is not created by any receipt", "the snapshot is incomplete")
@@ -170,9 +185,9 @@ class Restorer:
         if isinstance(decoded, RefWire):
             decoded = values.Value(values.TAG_REF, self.resolve(decoded.selector), None)
         tx = self.event_tx(tx_event)
-        rx = None if rx_event is None else self.event_tx(rx_event)
+        rx = None if rx_event is None else self.event_tx(rx_event, missing=Conflict)
         if rx is not None and rx <= tx:
-            raise Conflict("a fact is retracted before it was asserted", "the snapshot was altered")
+            raise Conflict("snapshot retraction event is not later than the assertion", "the snapshot was altered")
         self.cross_check(f, e, tx, rx)
         if decoded.t in values.INDIRECT_TAGS:
             self.conn.execute("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)",
@@ -196,11 +211,11 @@ class Restorer:
             raise NotFound(f"identity {sel!r} is not created by any receipt", "the snapshot is incomplete")
         return found
 
-    def event_tx(self, event) -> int:
+    def event_tx(self, event, missing=NotFound) -> int:
         check_event_uuid(event, "fact event")
         found = self.cat.id_by_gid(uuid_to_gid(event))
         if found is None or not self.cat.is_transaction(found):
-            raise NotFound(f"event {event} has no receipt in this snapshot", "the snapshot is incomplete")
+            raise missing(f"event {event} has no receipt in this snapshot", "the snapshot is incomplete or altered")
         return found
 
     # -- decision 7: facts agree with the events that wrote them -------------------
