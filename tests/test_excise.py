@@ -230,3 +230,22 @@ def test_undo_compensates_and_later_reassertion_survives():
         assert db.entity("u") == {"u/v": 5}
     finally:
         db.close()
+
+
+def test_cli_excise_requires_both_options_and_reports_the_scrub(tmp_path):
+    import json
+    import subprocess
+    import sys
+    exe = os.path.join(os.path.dirname(sys.executable), "fgraph")
+    db = str(tmp_path / "c.db")
+    subprocess.run([exe, "--db", db, "add", '{"id":"a","x/y":"secret"}'], check=True, capture_output=True)
+    missing = subprocess.run([exe, "--db", db, "excise", "a", "--operation-id", "x"], capture_output=True)
+    assert missing.returncode == 2
+    done = subprocess.run([exe, "--db", db, "--json", "excise", "a", "--operation-id", "x", "--if-basis-tx", "67"],
+                          capture_output=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["status"] == "applied" and report["scrub"]["complete"] is True
+    stale = subprocess.run([exe, "--db", db, "excise", "a", "--operation-id", "y", "--if-basis-tx", "67"],
+                           capture_output=True)
+    assert stale.returncode == 1 and stale.stderr.startswith(b"Conflict: ")
