@@ -20,6 +20,6 @@ __all__ = [
     "SchemaError", "TooLarge", "Unsupported", "ValueTypeError", "__version__",
 ]
 
-from fgraph.db import Db, connect  # noqa: E402
+from fgraph.db import Db, connect, restore_backup  # noqa: E402
 
-__all__ += ["Db", "connect"]
+__all__ += ["Db", "connect", "restore_backup"]

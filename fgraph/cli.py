@@ -39,7 +39,7 @@ from fgraph.paths import resolve_db_path
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("excise", "backup", "doctor", "mcp", "q", "explain",
+RESERVED = ("mcp", "q", "explain",
             "datoms", "search", "shape", "validate", "schema", "schema-export", "schema-check", "schema-apply")
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
@@ -157,10 +157,17 @@ def init(ctx):
 
 @cli.command()
 @common_options
+@click.option("--digest", is_flag=True, help="Also print basis_tx and the logical digest (snapshot sha256) there.")
 @click.pass_context
-def info(ctx):
+def info(ctx, digest):
     """Print the statistics of an existing database."""
-    _run(ctx, RO, lambda db: db.stats())
+    if not digest:
+        _run(ctx, RO, lambda db: db.stats())
+        return
+    def pinned(db):
+        view = db.at(db.latest_tx())  # stats and digest at one basis, whatever a writer does meanwhile
+        return dict(view.stats(), basis_tx=view.latest_tx(), digest=view.logical_digest())
+    _run(ctx, RO, pinned)
 
 
 @cli.command()
@@ -364,6 +371,67 @@ def restore(ctx, src):
     """Restore a snapshot (file or '-' for stdin) into a new, empty database."""
     with ingest.open_stream(src, sys.stdin) as handle:
         _run(ctx, RW, lambda db: db.restore(handle))
+
+
+@cli.command()
+@common_options
+@click.argument("dest")
+@click.pass_context
+def backup(ctx, dest):
+    """Copy the database to the new file DEST, verified; print its path, basis_tx and digest."""
+    _run(ctx, RO, lambda db: db.backup(dest))
+
+
+@cli.command()
+@common_options
+@click.option("--repair", is_flag=True, help="Rebuild the full-text index and drop orphaned blobs (writable).")
+@click.option("--expect-digest", metavar="D", help="Also prove the logical digest equals D (from backup).")
+@click.pass_context
+def doctor(ctx, repair, expect_digest):
+    """Check every invariant; exit 1 when the report is not ok (the published runtime exits 0)."""
+    from fgraph.doctor import describe
+    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    with connect(path, read_only=not repair) as db:
+        report = db.doctor(repair, expect_digest=expect_digest)
+    _write_line(dumps(report) if ctx.meta.get(_JSON) else describe(report))
+    return EXIT_OK if report["ok"] else EXIT_ERROR
+
+
+@cli.command("restore-backup")
+@common_options
+@click.argument("backup_file", metavar="BACKUP")
+@click.argument("dest")
+@click.pass_context
+def restore_backup(ctx, backup_file, dest):
+    """Install the physical backup BACKUP at DEST (new or empty file), verified."""
+    with fgraph.restore_backup(backup_file, dest) as db:
+        result = {"basis_tx": db.latest_tx(), "digest": db.logical_digest(), "path": dest}
+    _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,
+                                                                    ensure_ascii=False))
+
+
+@cli.command()
+@common_options
+@click.argument("ref")
+@click.option("--operation-id", required=True, help="Idempotency key (required: an excision is never repeated blindly).")
+@click.option("--if-basis-tx", type=int, required=True, help="Fail with Conflict unless this is the latest transaction.")
+@click.pass_context
+def excise(ctx, ref, operation_id, if_basis_tx):
+    """Erase an entity from the present and from history, and scrub its bytes from disk."""
+    _run(ctx, RW, lambda db: db.excise(_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+@cli.command()
+@common_options
+@click.argument("src", default="-")
+@click.pass_context
+def verify(ctx, src):
+    """Check a snapshot or event stream file without a database; exit 0 only when it is whole."""
+    from fgraph.verify import verify as verify_stream
+    with ingest.open_stream(src, sys.stdin) as handle:
+        result = verify_stream(handle)
+    _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,
+                                                                    ensure_ascii=False))
 
 
 @cli.command()

@@ -6,7 +6,8 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 
 from __future__ import annotations
 
-from fgraph import apply as _apply, connection, events as _events, reads, snapshot as _snapshot
+from fgraph import apply as _apply, backup as _backup, connection, doctor as _doctor, events as _events, reads
+from fgraph import snapshot as _snapshot
 from fgraph import excise as _excise, restore as _restore, transact as _transact, undo as _undo
 from fgraph.canonical import loads
 from fgraph.catalog import IdentityCache
@@ -199,6 +200,36 @@ class Db:
 
     def latest_tx(self) -> int:
         return self._reader().basis
+
+    # -- maintenance (spec 06) ----------------------------------------------------
+    def doctor(self, repair: bool = False, *, expect_digest: str | None = None) -> dict:
+        """The 13-key doctor report; ``repair`` rebuilds FTS and drops orphaned blobs (writable only)."""
+        if repair:
+            self._writable()
+        second = None
+        if not repair and self.path != connection.MEMORY:
+            path = self.path
+            second = lambda: connection.open_connection(path, read_only=True)  # noqa: E731
+        try:
+            return _doctor.run(self.connection, repair, expect_digest=expect_digest, second_handle=second)
+        finally:
+            if repair:
+                self._schema_cache.clear()
+                self._identity_cache.clear()
+
+    def backup(self, dest) -> dict:
+        """A verified physical copy at the new path ``dest``: ``{"basis_tx", "digest", "path"}``."""
+        return _backup.backup(self.connection, self.path, dest)
+
+    def logical_digest(self) -> str:
+        """The snapshot/1 footer sha256 at this view's basis (``fgraph snapshot | tail -1``)."""
+        return _snapshot.logical_digest(self.connection, self.basis)
+
+
+def restore_backup(backup_file, path, *, clock=None, event_factory=None) -> Db:
+    """Install the physical backup ``backup_file`` at ``path`` (new or empty), verified; return it open."""
+    _backup.restore_backup(backup_file, path)
+    return connect(path, clock=clock, event_factory=event_factory)
 
 
 def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None, doc=None,

@@ -100,3 +100,16 @@ def _lines(conn, basis: int | None) -> Iterator[str]:
         yield emit(dumps({"fact": [sel(e), sel(a), values.render(t, v, blob, sel), values.logical_name(t),
                                    sel.uuid(tx), sel.uuid(rx) if rx is not None and rx <= basis else None]}))
     yield dumps({"facts": facts, "fgraph": "end", "receipts": receipts, "sha256": digest.hexdigest()})
+
+
+def logical_digest(conn, basis: int | None = None) -> str:
+    """The snapshot/1 footer sha256 at ``basis``, computed without writing the snapshot anywhere.
+
+    It covers the header (basis event, created_at), every receipt and every fact, so two stores
+    with equal digests hold the same logical content at that basis; any runtime can recompute it
+    with ``fgraph snapshot | tail -1``.
+    """
+    footer = None
+    for footer in iter_snapshot(conn, basis):
+        pass
+    return footer[footer.rindex('"sha256":"') + 10:-2]

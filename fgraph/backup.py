@@ -1,0 +1,235 @@
+"""Physical backups that prove themselves: ``backup`` and ``restore_backup`` (spec 06 §1–§2).
+
+The copy is made with SQLite's online backup API in one step (a consistent snapshot of the
+source, however busy its writer), into a private temporary sibling of the destination. The
+temporary file is verified by the full doctor through an immutable read-only handle (so no
+``-wal``/``-shm`` sidecars appear), its basis transaction and logical digest are read from
+the copy itself, it is fsynced, then published with a hard link, which never replaces an
+existing name, and the directory is fsynced.
+
+Nothing is left behind: every exit path removes the temporary name and its sidecars, and a
+tiny watchdog process removes them if this process is killed (SIGKILL) before it finishes.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import apsw
+
+from fgraph import connection, doctor, layout
+from fgraph.errors import Conflict, FgraphError, FormatError, NotFound
+from fgraph.snapshot import logical_digest
+
+SIDECARS = ("", "-journal", "-wal", "-shm")
+BUSY_RETRIES = 20
+BUSY_PAUSE = 0.1
+WATCHDOG = ("import os, sys\n"
+            "if sys.stdin.buffer.read() != b'done':\n"
+            "    for p in sys.argv[1:]:\n"
+            "        try: os.unlink(p)\n"
+            "        except OSError: pass\n")
+
+
+def _path(value, what: str) -> str:
+    if not isinstance(value, (str, os.PathLike)) or os.fspath(value) in ("", connection.MEMORY):
+        raise FormatError(f"{what} {value!r} is not a file path", "pass a path to a new file")
+    return os.fspath(value)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _os_error(dest: str, exc: OSError, verb: str = "created") -> FormatError:
+    return FormatError(f"backup destination {dest!r} cannot be {verb} ({exc.strerror or exc})",
+                       "choose a new path in an existing, writable directory with free space")
+
+
+class _Scratch:
+    """A temporary sibling and its sidecars, removed on every exit, even SIGKILL (by a watchdog)."""
+
+    def __init__(self, dest: str, suffix: str):
+        directory = os.path.dirname(os.path.abspath(dest))
+        self.directory = directory
+        self.path = os.path.join(directory, f".{os.path.basename(dest)}.{secrets.token_hex(4)}.{suffix}")
+        self.names = [self.path + s for s in SIDECARS]
+        self.watchdog = None
+
+    def __enter__(self) -> "_Scratch":
+        if not os.path.isdir(self.directory):
+            raise FileNotFoundError(2, "No such directory", self.directory)
+        if sys.executable:
+            try:
+                self.watchdog = subprocess.Popen([sys.executable, "-S", "-c", WATCHDOG, *self.names],
+                                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL, start_new_session=True)
+            except OSError:
+                self.watchdog = None  # best effort: the in-process cleanup below still runs
+        try:
+            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name in self.names:
+            try:
+                os.unlink(name)
+            except OSError:
+                pass
+        if self.watchdog is not None:
+            try:
+                self.watchdog.communicate(b"done", timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.watchdog.kill()
+                self.watchdog.wait()
+
+
+def copy_pages(source: apsw.Connection, target: str) -> None:
+    """Every page of ``source`` into the existing empty file ``target``: one backup step, bounded retries."""
+    dest = apsw.Connection(target, flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        dest.execute("PRAGMA journal_mode = OFF")  # the file is scratch until verified: no -journal
+        for attempt in range(BUSY_RETRIES + 1):
+            try:
+                with dest.backup("main", source, "main") as step:
+                    while not step.step(-1):
+                        pass
+                return
+            except (apsw.BusyError, apsw.LockedError):
+                if attempt == BUSY_RETRIES:
+                    raise Conflict("the source database stayed locked during the copy",
+                                   "retry when no checkpoint or exclusive lock is running") from None
+                time.sleep(BUSY_PAUSE)
+    finally:
+        dest.close()
+
+
+def _open_copy(path: str) -> apsw.Connection:
+    """Read-only, immutable: nobody else writes the scratch file, and no sidecars are created."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path), safe="/") + "?mode=ro&immutable=1"
+    conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        connection.set_busy_timeout(conn)
+        connection.distrust_schema(conn)
+        connection.set_query_only(conn, True)
+        layout.classify(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_source(path: str) -> apsw.Connection:
+    """A backup file nobody has open in WAL mode (no sidecars) is read immutable, so none are created."""
+    if any(os.path.lexists(path + s) for s in ("-wal", "-shm", "-journal")):
+        return connection.open_connection(path, read_only=True)
+    return _open_copy(path)
+
+
+def verify_copy(path: str, what: str) -> dict:
+    """Full doctor, basis and logical digest of a copy, all in one read transaction."""
+    conn = _open_copy(path)
+    try:
+        conn.execute("BEGIN")
+        report = doctor.check(conn, second_handle=lambda: _open_copy(path))
+        if not report["ok"]:
+            raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
+                              "nothing was published; run `fgraph doctor` on the source and repair or restore it")
+        basis = conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
+        digest = logical_digest(conn)
+        conn.execute("COMMIT")
+        return {"basis_tx": basis, "digest": digest}
+    finally:
+        conn.close()
+
+
+def _fsync(path: str, directory: bool = False) -> None:
+    if directory and os.name == "nt":  # pragma: no cover - directories cannot be fsynced there
+        return
+    fd = os.open(path, os.O_RDONLY if directory else os.O_RDWR)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def backup(source: apsw.Connection, source_path: str, dest) -> dict:
+    """Copy, verify, fsync and publish ``source`` at ``dest``; never touches an existing name."""
+    dest = _path(dest, "backup destination")
+    if source_path != connection.MEMORY and _same_file(dest, source_path):
+        raise Conflict(f"backup destination {dest!r} is the open database", "choose a different path")
+    if os.path.lexists(dest):
+        raise Conflict(f"backup destination {dest!r} already exists",
+                       "choose a new file; backups never overwrite anything")
+    try:
+        with _Scratch(dest, "tmp") as scratch:
+            copy_pages(source, scratch.path)
+            proof = verify_copy(scratch.path, "backup copy")
+            _fsync(scratch.path)
+            try:
+                os.link(scratch.path, dest)
+            except FileExistsError:
+                raise Conflict(f"backup destination {dest!r} appeared during the backup",
+                               "choose a new file; backups never overwrite anything") from None
+            _fsync(scratch.directory, directory=True)
+    except FgraphError:
+        raise
+    except OSError as exc:
+        raise _os_error(dest, exc) from None
+    except apsw.Error as exc:
+        raise FormatError(f"backup to {dest!r} failed: {exc}",
+                          "check free space and permissions of the destination directory") from None
+    return {"basis_tx": proof["basis_tx"], "digest": proof["digest"], "path": dest}
+
+
+def restore_backup(backup_file, dest) -> dict:
+    """Install a physical backup at ``dest`` (missing or an empty file); returns its basis and digest."""
+    backup_file = _path(backup_file, "backup file")
+    dest = _path(dest, "restore destination")
+    if not os.path.exists(backup_file):
+        raise NotFound(f"backup file {backup_file!r} does not exist", "check the path")
+    if os.path.islink(dest) or (os.path.lexists(dest) and (not os.path.isfile(dest) or os.path.getsize(dest))):
+        raise Conflict(f"restore destination {dest!r} is not empty",
+                       "restore into a new path or an empty file")
+    for suffix in ("-wal", "-journal"):
+        if os.path.lexists(dest + suffix):
+            raise Conflict(f"restore destination {dest!r} has a leftover {dest + suffix!r}",
+                           "remove the stale SQLite sidecar files, or choose a new path")
+    source = _open_source(backup_file)
+    try:
+        with _Scratch(dest, "restore") as scratch:
+            copy_pages(source, scratch.path)
+            proof = verify_copy(scratch.path, "restored copy")
+            _fsync(scratch.path)
+            if os.path.lexists(dest):
+                if os.path.getsize(dest):
+                    raise Conflict(f"restore destination {dest!r} was written during the restore",
+                                   "restore into a new path or an empty file")
+                os.replace(scratch.path, dest)
+            else:
+                try:
+                    os.link(scratch.path, dest)
+                except FileExistsError:
+                    raise Conflict(f"restore destination {dest!r} appeared during the restore",
+                                   "restore into a new path or an empty file") from None
+            _fsync(scratch.directory, directory=True)
+    except FgraphError:
+        raise
+    except OSError as exc:
+        raise _os_error(dest, exc, "written") from None
+    except apsw.Error as exc:
+        raise FormatError(f"restore of {backup_file!r} failed: {exc}", "check the backup with `fgraph doctor`") from None
+    finally:
+        source.close()
+    return dict(proof, path=dest)

@@ -1,0 +1,326 @@
+"""Proves doctor (spec 06 §3): every class of damage in the catalogue is reported (and the repairable
+ones repaired), clean stores stay clean (including decision 3's unified names), it is read-only on
+read-only files and mounts, and the CLI exits 1 whenever the report is not ok."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import apsw
+import pytest
+
+import fgraph
+from fgraph import cli, doctor
+from fgraph.errors import FormatError, ReadOnly
+from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+
+REPORT_KEYS = set(doctor.REPORT_KEYS)
+LAST = "(SELECT max(tx) FROM fgraph_events)"
+FIRST = "(SELECT min(tx) FROM fgraph_events WHERE tx > 64)"
+TEXT_FACT = "(SELECT min(id) FROM fgraph_facts WHERE tx > 64 AND t = 4 AND rx IS NULL)"
+INT_FACT = "(SELECT min(id) FROM fgraph_facts WHERE tx > 64 AND t = 2 AND rx IS NULL)"
+REF_FACT = "(SELECT min(id) FROM fgraph_facts WHERE tx > 64 AND t = 0 AND e <> tx)"
+ANON = "(SELECT min(id) FROM fgraph_ids WHERE gid IS NOT NULL AND id > 64 AND id NOT IN (SELECT tx FROM fgraph_events))"
+REHASH = "UPDATE fgraph_events SET event_hash = sha256(event_data) WHERE tx = {}"
+EXCISION = "(SELECT tx FROM fgraph_facts WHERE a = 11)"
+
+# name -> (SQL statements, repairable). Statements run with CHECK constraints ignored.
+DAMAGE = {
+    "event_data tampered": (["UPDATE fgraph_events SET event_data = replace(event_data, 'Ada', 'Adb') WHERE instr(event_data, 'Ada')"], False),
+    "event_hash changed": ([f"UPDATE fgraph_events SET event_hash = zeroblob(32) WHERE tx = {LAST}"], False),
+    "rx <= tx": ([f"UPDATE fgraph_facts SET rx = tx WHERE id = {INT_FACT}"], False),
+    "rx not a transaction": ([f"UPDATE fgraph_facts SET rx = 100000 WHERE id = {INT_FACT}"], False),
+    "dangling attribute": ([f"UPDATE fgraph_facts SET a = 100000 WHERE id = {INT_FACT}"], False),
+    "dangling ref": ([f"UPDATE fgraph_facts SET v = 100000 WHERE id = {REF_FACT}"], False),
+    "dangling entity": ([f"UPDATE fgraph_facts SET e = 100000 WHERE id = {INT_FACT}"], False),
+    "attribute not an attribute": ([f"UPDATE fgraph_facts SET a = (SELECT id FROM fgraph_ids WHERE name = 'ada') "
+                                    f"WHERE id = {INT_FACT}"], False),
+    "missing blob": (["DELETE FROM fgraph_blobs WHERE typeof(data) = 'text'"], False),
+    "altered blob": (["UPDATE fgraph_blobs SET data = data || 'z' WHERE typeof(data) = 'text'"], False),
+    "orphaned blob": (["INSERT INTO fgraph_blobs VALUES (zeroblob(32), 'abc')"], True),
+    "FTS row removed": ([f"DELETE FROM fgraph_fts WHERE rowid = {TEXT_FACT}"], True),
+    "FTS row added": (["INSERT INTO fgraph_fts (rowid, text) VALUES (999999, 'ghost')"], True),
+    "FTS row altered": ([f"UPDATE fgraph_fts SET text = 'changed' WHERE rowid = {TEXT_FACT}"], True),
+    "FTS and orphan together": (["DELETE FROM fgraph_fts WHERE rowid = 2",
+                                 "INSERT INTO fgraph_blobs VALUES (zeroblob(32), X'00')"], True),
+    "next_id too high": (["UPDATE fgraph_meta SET value = value + 1 WHERE key = 'next_id'"], False),
+    "next_id too low": (["UPDATE fgraph_meta SET value = value - 1 WHERE key = 'next_id'"], False),
+    "next_id as text": (["UPDATE fgraph_meta SET value = CAST(value AS TEXT) WHERE key = 'next_id'"], False),
+    "created_at changed": (["UPDATE fgraph_meta SET value = value + 1 WHERE key = 'created_at'"], False),
+    "extra meta key": (["INSERT INTO fgraph_meta VALUES ('extra', 1)"], False),
+    "reserved identity id": (["INSERT INTO fgraph_ids VALUES (30, 'thirty', NULL, 64)"], False),
+    "system name changed": (["UPDATE fgraph_ids SET name = 'fgraph/xx' WHERE id = 3"], False),
+    "named transaction": ([f"UPDATE fgraph_ids SET name = 'tx-name', gid = NULL WHERE id = {LAST}"], False),
+    "identity used before created": ([f"UPDATE fgraph_ids SET created_tx = {LAST} WHERE name = 'ada'"], False),
+    "created_tx not a transaction": (["UPDATE fgraph_ids SET created_tx = 65 WHERE id = 66"], False),
+    "self-receipt deleted": ([f"DELETE FROM fgraph_facts WHERE e = tx AND a = 1 AND tx = {LAST}"], False),
+    "events row deleted": ([f"DELETE FROM fgraph_events WHERE tx = {LAST}"], False),
+    "genesis fact altered": (["UPDATE fgraph_facts SET v = 'bool' WHERE id = 2"], False),
+    "genesis fact deleted": (["DELETE FROM fgraph_facts WHERE id = 39"], False),
+    "extra genesis fact": (["INSERT INTO fgraph_facts (e, a, v, t, tx) VALUES (65, 10, 'hi', 4, 64)"], False),
+    "anonymous eid changed": ([f"UPDATE fgraph_ids SET gid = randomblob(16) WHERE id = {ANON}"], False),
+    "NULL payload without excision": ([f"UPDATE fgraph_events SET event_data = NULL WHERE tx = {FIRST}"], False),
+    "payload at differs from receipt": ([f"UPDATE fgraph_facts SET v = v + 1 WHERE a = 1 AND e = tx AND tx = {LAST}"],
+                                        False),
+    "non-canonical payload": ([f"UPDATE fgraph_events SET event_data = ' ' || event_data WHERE tx = {LAST}",
+                               REHASH.format(LAST)], False),
+    "payload names another event": ([f"UPDATE fgraph_events SET event_data = (SELECT event_data FROM fgraph_events "
+                                     f"WHERE tx = {FIRST}) WHERE tx = {LAST}", REHASH.format(LAST)], False),
+    "storage class differs from tag": ([f"UPDATE fgraph_facts SET t = 2 WHERE id = {TEXT_FACT}"], False),
+    "tag out of range": ([f"UPDATE fgraph_facts SET t = 11 WHERE id = {INT_FACT}"], False),
+    "bool not 0 or 1": (["UPDATE fgraph_facts SET v = 2 WHERE t = 1 AND tx > 64"], False),
+    "JSON value not canonical": ([f"UPDATE fgraph_facts SET t = 10, v = '{{\"b\":1, \"a\":2}}' WHERE id = {TEXT_FACT}"],
+                                 False),
+    "value breaks its type": ([f"UPDATE fgraph_facts SET v = 'three', t = 4 WHERE id = {INT_FACT}"], False),
+    "cardinality-one broken": (["UPDATE fgraph_facts SET rx = NULL WHERE t = 2 AND rx IS NOT NULL"], False),
+    "unique value duplicated": (["INSERT INTO fgraph_facts (e, a, v, t, tx) SELECT (SELECT id FROM fgraph_ids WHERE "
+                                 "name = 'bob'), a, v, t, tx FROM fgraph_facts WHERE v = 'ada@x'"], False),
+    "vector dims broken": (["UPDATE fgraph_facts SET v = 3 WHERE a = 9 AND tx > 64"], False),
+    "shape required attribute gone": ([f"UPDATE fgraph_facts SET rx = {LAST} WHERE v = 'Bob'"], False),
+    "sqlite_sequence behind": (["UPDATE sqlite_sequence SET seq = 10"], False),
+    "excision marker removed": (["DELETE FROM fgraph_facts WHERE a = 11"], False),
+    "redaction names unknown event": ([f"UPDATE fgraph_events SET event_data = replace(event_data, '\"redacts\":[', "
+                                       f"'\"redacts\":[\"00000000-0000-4000-8000-000000000001\",') WHERE tx = {EXCISION}",
+                                       REHASH.format(EXCISION)], False),
+    "fact value rewritten": ([f"UPDATE fgraph_facts SET v = v + 1 WHERE id = {INT_FACT}"], False),
+    "fact moved to another entity": (["UPDATE fgraph_facts SET e = (SELECT id FROM fgraph_ids WHERE name = 'h') "
+                                      "WHERE v = 'Bob'"], False),
+    "foreign table": (["CREATE TABLE intruder (x)"], False),
+    "wrong markers": (["PRAGMA user_version = 3"], False),
+    "index dropped": (["DROP INDEX fgraph_txout"], False),
+}
+FILE_DAMAGE = ("truncated file", "torn pages", "zeroed page")
+
+
+def build(path: str, monkeypatch) -> None:
+    """A small store with every kind of row: blobs, vectors, refs, anonymous ids, schema, a shape, an excision."""
+    monkeypatch.setenv("FGRAPH_EVENT_SEED", CONFORMANCE_SEED)
+    db = fgraph.connect(path, clock=CONFORMANCE_CLOCK)
+    try:
+        db.declare("p/email", type="text", unique=True)
+        db.declare("p/v", type="vector", dims=2)
+        db.transact({"id": "ada", "p/name": "Ada", "p/age": 36, "p/email": "ada@x", "p/bio": "x" * 300,
+                     "p/v": {"vector": [1, 2]}, "p/data": {"json": {"k": [1.5, None]}}, "p/ok": True})
+        db.transact([{"id": {"tmp": "t"}, "n/v": "anonymous"}, {"id": "h", "n/l": {"ref": {"tmp": "t"}}}])
+        db.transact({"id": "ada", "p/age": 37})
+        db.transact({"id": "shape/p", "fgraph/shape-required": [{"ref": "p/name"}]})
+        db.transact({"id": "bob", "fgraph/shape": {"ref": "shape/p"}, "p/name": "Bob"})
+        db.transact({"id": "victim", "p/name": "gone", "p/friend": {"ref": "ada"}})
+        db.excise("victim", operation_id="erase", if_basis_tx=db.latest_tx())
+        report = db.transact({"id": "bob", "p/n": 1}, by="me", source="src", meta={"k": 1.5}, tx={"audit/tag": "t"})
+        db.transact({"id": "ada", "p/v": {"vector": [3, 4]}, "p/age": 38})
+        db.undo(report["tx"])
+        db.transact({"id": "h", "p/name": "after"})
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("doctor") / "template.db")
+    with pytest.MonkeyPatch.context() as mp:
+        build(path, mp)
+    return path
+
+
+def copy_of(template: str, tmp_path, name: str = "copy.db") -> str:
+    dest = str(tmp_path / name)
+    shutil.copy(template, dest)
+    return dest
+
+
+def damage(path: str, statements: list) -> None:
+    conn = apsw.Connection(path)
+    conn.create_scalar_function("sha256", lambda t: hashlib.sha256(t.encode("utf-8")).digest(), 1)
+    conn.execute("PRAGMA ignore_check_constraints = 1")
+    for sql in statements:
+        conn.execute(sql)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def damage_file(path: str, kind: str) -> None:
+    size = os.path.getsize(path)
+    with open(path, "r+b") as handle:
+        if kind == "truncated file":
+            handle.truncate(size // 2)
+        elif kind == "torn pages":
+            for page in (3, 5, 8):
+                handle.seek(page * 4096 + 100)
+                handle.write(os.urandom(2048))
+        else:
+            handle.seek(4 * 4096)
+            handle.write(bytes(4096))
+
+
+def diagnose(path: str):
+    """The report, or the FormatError that stopped the open (damage that never reaches doctor)."""
+    try:
+        with fgraph.connect(path, read_only=True) as db:
+            return db.doctor()
+    except FormatError as exc:
+        return exc
+
+
+def test_template_is_clean(template):
+    report = diagnose(template)
+    assert report["ok"], report["problems"]
+    assert set(report) == REPORT_KEYS and report["unverifiable_event_hashes"] >= 1
+
+
+def test_damage_catalogue(template, tmp_path):
+    detected, missed = [], []
+    for name, (statements, repairable) in DAMAGE.items():
+        path = copy_of(template, tmp_path, f"{len(detected) + len(missed)}.db")
+        damage(path, statements)
+        report = diagnose(path)
+        found = isinstance(report, FormatError) or not report["ok"]
+        (detected if found else missed).append(name)
+        if found and not isinstance(report, FormatError):
+            assert report["repair_needed"] == repairable or not repairable, (name, report)
+            assert all(doctor.is_repairable(p) for p in report["problems"]) == repairable, (name, report["problems"])
+    for kind in FILE_DAMAGE:
+        path = copy_of(template, tmp_path, kind.replace(" ", "-") + ".db")
+        damage_file(path, kind)
+        report = diagnose(path)
+        (detected if isinstance(report, FormatError) or not report["ok"] else missed).append(kind)
+    total = len(DAMAGE) + len(FILE_DAMAGE)
+    print(f"\ndamage classes: {total}, detected: {len(detected)}")
+    assert not missed, missed
+    assert len(detected) == total >= 50
+
+
+@pytest.mark.parametrize("name", [n for n, (_, repairable) in DAMAGE.items() if repairable])
+def test_repairable_damage_is_repaired(template, tmp_path, name):
+    path = copy_of(template, tmp_path)
+    damage(path, DAMAGE[name][0])
+    with fgraph.connect(path) as db:
+        before = db.doctor()
+        after = db.doctor(repair=True)
+        again = db.doctor()
+    assert before["repair_needed"] and not before["ok"]
+    assert after["ok"] and after["repaired"] and after["problems"] == []
+    assert after["fts_rows_rebuilt"] == after["expected_fts_rows"] == after["fts_rows"]
+    assert after["orphaned_blobs_removed"] == before["orphaned_blobs"]
+    assert again["ok"] and not again["repaired"] and again["fts_rows_rebuilt"] == 0
+
+
+def test_repair_refuses_fatal_damage_and_changes_nothing(template, tmp_path):
+    path = copy_of(template, tmp_path)
+    damage(path, DAMAGE["orphaned blob"][0] + DAMAGE["next_id too high"][0])
+    with fgraph.connect(path) as db:
+        with pytest.raises(FormatError, match="non-rebuildable"):
+            db.doctor(repair=True)
+        assert db.doctor()["orphaned_blobs"] == 1
+
+
+def test_repair_needs_a_writable_handle(template, tmp_path):
+    with fgraph.connect(copy_of(template, tmp_path), read_only=True) as db:
+        with pytest.raises(ReadOnly):
+            db.doctor(repair=True)
+
+
+def test_check_runs_inside_an_open_write_transaction(template, tmp_path):
+    with fgraph.connect(copy_of(template, tmp_path)) as db:
+        db.connection.execute("BEGIN IMMEDIATE")
+        db.connection.execute("INSERT INTO fgraph_blobs VALUES (zeroblob(32), 'x')")
+        assert doctor.check(db.connection)["orphaned_blobs"] == 1
+        assert not db.connection.getautocommit()
+        db.connection.execute("ROLLBACK")
+        assert db.doctor()["ok"]
+
+
+def test_unified_names_stay_clean(tmp_path):
+    """Decision 3: an applied event naming identities the receiver already has keeps doctor clean."""
+    source = fgraph.connect(str(tmp_path / "a.db"))
+    source.transact([{"id": "ada", "k/v": 1}, {"id": {"tmp": "t"}, "k/w": 2}])
+    receiver = fgraph.connect(str(tmp_path / "b.db"))
+    receiver.transact({"id": "ada", "k/v": 5})
+    receiver.apply("".join(line + "\n" for line in source.iter_events()))
+    assert receiver.doctor()["ok"] and source.doctor()["ok"]
+    source.close()
+    receiver.close()
+
+
+def run_cli(args: list) -> tuple[int, str, str]:
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "fgraph"), *map(str, args)],
+                          capture_output=True, text=True)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_cli_exit_codes_and_outputs(template, tmp_path):
+    good = copy_of(template, tmp_path, "good.db")
+    code, out, _ = run_cli(["--db", good, "doctor", "--json"])
+    assert code == 0 and set(json.loads(out)) == REPORT_KEYS and json.loads(out)["ok"]
+    bad = copy_of(template, tmp_path, "bad.db")
+    damage(bad, DAMAGE["FTS row removed"][0] + DAMAGE["next_id too high"][0])
+    code, out, err = run_cli(["--db", bad, "doctor", "--json"])
+    assert code == 1 and err == "" and not json.loads(out)["ok"]
+    code, out, _ = run_cli(["--db", bad, "doctor"])
+    lines = out.splitlines()
+    assert code == 1 and lines[0].startswith("NOT OK: 2 problem")
+    assert any("full-text" in ln and "--repair" in ln for ln in lines)
+    assert any("next_id" in ln and "restore" in ln for ln in lines)
+    code, _, err = run_cli(["--db", bad, "doctor", "--repair"])
+    assert code == 1 and err.startswith("FormatError: ") and "Traceback" not in err
+    code, _, err = run_cli(["--db", tmp_path / "missing.db", "doctor"])
+    assert code == 1 and err.startswith("NotFound: ") and not (tmp_path / "missing.db").exists()
+
+
+def test_cli_expect_digest(template, tmp_path):
+    path = copy_of(template, tmp_path)
+    code, out, _ = run_cli(["--db", path, "info", "--digest", "--json"])
+    info = json.loads(out)
+    assert code == 0 and len(info["digest"]) == 64 and info["basis_tx"] > 64
+    with fgraph.connect(path, read_only=True) as db:
+        assert db.snapshot().splitlines()[-1].endswith(f'"sha256":"{info["digest"]}"}}')
+    assert run_cli(["--db", path, "doctor", "--expect-digest", info["digest"]])[0] == 0
+    assert run_cli(["--db", path, "doctor", "--expect-digest", "sha256:" + info["digest"].upper()])[0] == 0
+    code, out, _ = run_cli(["--db", path, "doctor", "--json", "--expect-digest", "0" * 64])
+    assert code == 1 and "logical digest differs" in json.loads(out)["problems"][0]
+    code, _, err = run_cli(["--db", path, "doctor", "--expect-digest", "nope"])
+    assert code == 1 and err.startswith("TypeError: ")
+
+
+def test_read_only_file_and_mount(template, tmp_path):
+    path = copy_of(template, tmp_path)
+    os.chmod(path, 0o444)
+    assert diagnose(path)["ok"]
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        shutil.copy(template, mount / "store.db")
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        before = sorted(os.listdir(mount))
+        code, out, err = run_cli(["--db", mount / "store.db", "doctor", "--json"])
+        assert (code, err) == (0, "") and json.loads(out)["ok"]
+        assert sorted(os.listdir(mount)) == before
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
+def test_peer_agrees_on_clean_and_damaged_files(template, tmp_path):
+    peer = peer_executable()
+    clean = subprocess.run([peer, "--db", template, "doctor", "--json"], capture_output=True, text=True)
+    assert json.loads(clean.stdout)["ok"], clean.stdout
+    for name in ("FTS row removed", "orphaned blob", "next_id too high", "anonymous eid changed", "event_hash changed"):
+        path = copy_of(template, tmp_path, "p.db")
+        damage(path, DAMAGE[name][0])
+        theirs = json.loads(subprocess.run([peer, "--db", path, "doctor", "--json"], capture_output=True,
+                                           text=True).stdout)
+        ours = diagnose(path)
+        assert theirs["ok"] is ours["ok"] is False and theirs["repair_needed"] == ours["repair_needed"], name
+
+
+def test_reserved_tuple_no_longer_holds_backup_and_doctor():
+    assert "doctor" in cli.cli.commands and "backup" in cli.cli.commands and "restore-backup" in cli.cli.commands
+    assert "doctor" not in cli.RESERVED and "backup" not in cli.RESERVED
