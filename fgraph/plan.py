@@ -441,7 +441,8 @@ class Planner(Constraints):
         if values.is_entity_map(op[3]) or isinstance(op[3], list):
             raise ValueTypeError("retract takes one plain value", "pass the value to retract")
         value = self.plain_value(op[3], allocate=False)
-        if value is None:
+        # A ref value names a stored identity, never one this request is creating (published behaviour).
+        if value is None or (value.t == values.TAG_REF and isinstance(value.v, NewIdent)):
             raise NotFound(f"ref target {op[3]['ref']!r} was not found", "retract a value that exists")
         self.remove(self.slot(e, a), (value.t, value.v))
 

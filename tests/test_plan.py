@@ -71,3 +71,28 @@ def test_dropped_tmp_leaves_no_gap():
         assert report["tx"] == before + 3
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("data, kept", [
+    ([{"id": "bob", "p/age": 0}, ["retract", "bob", "p/age", 0]], []),
+    ([["assert", "bob4", "p/age", 0], ["retract", "bob4"]], []),
+    ([{"id": "g", "p/age": 1}, ["retract", "g", "p/friend", {"ref": "g"}]], [("g", "p/age", 1)]),
+])
+def test_retractions_see_names_this_request_creates(data, kept):
+    db = seeded()
+    try:
+        report = db.transact(data)
+        assert [(f["e"], f["a"], f["v"]) for f in report["asserted"][1:]] == kept
+    finally:
+        db.close()
+
+
+def test_a_retracted_ref_value_must_already_exist():
+    db = seeded()
+    try:
+        db.transact({"id": "ada", "p/age": 0})
+        db.declare("p/friend", ref=True)
+        with pytest.raises(fgraph.NotFound):
+            db.transact([{"id": "bob", "p/age": 0}, ["retract", "ada", "p/friend", {"ref": "bob"}]])
+    finally:
+        db.close()
