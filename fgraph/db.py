@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fgraph import apply as _apply, backup as _backup, connection, doctor as _doctor, events as _events, reads
 from fgraph import snapshot as _snapshot
-from fgraph import excise as _excise, restore as _restore, transact as _transact, undo as _undo
+from fgraph import excise as _excise, scrub as _scrub, restore as _restore, transact as _transact, undo as _undo
 from fgraph.canonical import loads
 from fgraph.catalog import IdentityCache
 from fgraph.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
@@ -211,11 +211,14 @@ class Db:
             path = self.path
             second = lambda: connection.open_connection(path, read_only=True)  # noqa: E731
         try:
-            return _doctor.run(self.connection, repair, expect_digest=expect_digest, second_handle=second)
+            if repair and _scrub.pending(self.path) is not None:
+                _scrub.scrub(self.connection, self.path, None)  # finish an excision's interrupted scrub
+            report = _doctor.run(self.connection, repair, expect_digest=expect_digest, second_handle=second)
         finally:
             if repair:
                 self._schema_cache.clear()
                 self._identity_cache.clear()
+        return _doctor.with_pending_scrub(report, _scrub.pending(self.path))
 
     def backup(self, dest) -> dict:
         """A verified physical copy at the new path ``dest``: ``{"basis_tx", "digest", "path"}``."""

@@ -670,8 +670,22 @@ def check(conn: apsw.Connection, *, expect_digest: str | None = None, second_han
                     conn.execute("ROLLBACK")
 
 
+SCRUB_PENDING = "excision scrub pending"
+
+
 def is_repairable(problem: str) -> bool:
-    return problem == FTS_DRIFT or problem.startswith(ORPHANS)
+    return problem == FTS_DRIFT or problem.startswith(ORPHANS) or problem.startswith(SCRUB_PENDING)
+
+
+def with_pending_scrub(report: dict, pending: dict | None) -> dict:
+    """An excision whose on-disk scrub could not finish (a reader held the WAL) is a repairable problem."""
+    if pending is None:
+        return report
+    report = dict(report)
+    report["problems"] = report["problems"] + [
+        f"{SCRUB_PENDING} since transaction {pending.get('tx')}: erased bytes may remain in the file or its WAL"]
+    report.update(ok=False, repair_needed=True)
+    return report
 
 
 def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | None = None,

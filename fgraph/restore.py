@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections import OrderedDict
 
-from fgraph import values
+from fgraph import doctor, values
 from fgraph.apply import MAX_EVENT_BYTES, iter_lines
 from fgraph.canonical import dumps, loads
 from fgraph.catalog import Catalog
@@ -325,6 +325,10 @@ def restore(conn, source, *, on_record=None) -> dict:
             raise _type("the stream ends without a footer (empty or truncated)")
         basis = restorer.cat.latest_tx()
         conn.execute("DROP TABLE temp.restore_times")
+        report = doctor.check(conn)
+        if not report["ok"]:
+            raise FormatError(f"the restored database fails doctor: {report['problems']!r}",
+                              "the snapshot is inconsistent; nothing was restored")
         conn.execute("COMMIT")
         return {"basis_tx": basis, "ok": True}
     except BaseException:

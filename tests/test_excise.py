@@ -249,3 +249,24 @@ def test_cli_excise_requires_both_options_and_reports_the_scrub(tmp_path):
     stale = subprocess.run([exe, "--db", db, "excise", "a", "--operation-id", "y", "--if-basis-tx", "67"],
                            capture_output=True)
     assert stale.returncode == 1 and stale.stderr.startswith(b"Conflict: ")
+
+
+def test_doctor_reports_a_pending_scrub_and_repair_finishes_it(tmp_path):
+    path = str(tmp_path / "pending.db")
+    db = fgraph.connect(path)
+    canaries = make_canaries()
+    plant(db, canaries, random.Random(3))
+    reader = apsw.Connection(path)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM fgraph_facts").fetchall()
+    assert db.excise("victim", operation_id="erase")["scrub"]["complete"] is False
+    report = db.doctor()
+    assert report["ok"] is False and report["repair_needed"] is True
+    assert any(p.startswith("excision scrub pending") for p in report["problems"])
+    reader.execute("COMMIT")
+    reader.close()
+    repaired = db.doctor(repair=True)
+    assert repaired["ok"] is True and scrub.pending(path) is None
+    db.close()
+    with open(path, "rb") as handle:
+        assert hits(handle.read(), canaries) == []
