@@ -17,7 +17,7 @@ from fgraph.catalog import Catalog
 from fgraph.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
 from fgraph.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.plan import check_attribute_name, check_name
-from fgraph.transact import UNSET, Request, already_applied_report, run_in_transaction
+from fgraph.transact import UNSET, Request, abandon, already_applied_report, run_in_transaction
 from fgraph.values import RefWire, Value
 
 MAX_EVENT_BYTES = 8 * 1048576 + 65536
@@ -281,10 +281,7 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
         conn.execute("COMMIT")
         return summary
     except BaseException:
-        schema_cache.clear()
-        identity_cache.clear()
-        if not conn.getautocommit():
-            conn.execute("ROLLBACK")
+        abandon(conn, schema_cache, identity_cache)
         raise
 
 

@@ -121,11 +121,16 @@ def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int
         conn.execute("COMMIT" if report["status"] == "applied" else "ROLLBACK")
         return report
     except BaseException:
-        schema_cache.clear()
-        identity_cache.clear()
-        if not conn.getautocommit():
-            conn.execute("ROLLBACK")
+        abandon(conn, schema_cache, identity_cache)
         raise
+
+
+def abandon(conn, *caches) -> None:
+    """Roll back an open write transaction and forget what the caches learned inside it."""
+    for cache in caches:
+        cache.clear()
+    if not conn.getautocommit():
+        conn.execute("ROLLBACK")
 
 
 def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,

@@ -26,11 +26,8 @@ seven peer CLI calls.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,7 +35,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+from tests.conftest import peer_executable
 from tests.strategies import ATTRS, SCHEMA, histories
 
 pytestmark = [
@@ -46,69 +43,10 @@ pytestmark = [
     pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set"),
 ]
 
-ENV = {"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": CONFORMANCE_SEED}
 EXAMPLES = int(os.environ.get("FGRAPH_EXAMPLES", "8"))
 
 
-# ---- helpers
-
-
-@contextlib.contextmanager
-def deterministic_env():
-    """11 §2.3 for in-process library calls (hypothesis examples cannot use monkeypatch)."""
-    saved = {k: os.environ.get(k) for k in ENV}
-    os.environ.update(ENV)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-class CliError(Exception):
-    def __init__(self, name: str, stderr: str):
-        super().__init__(f"{name}: {stderr}")
-        self.name = name
-
-
-def run_cli(executable: str, path: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    """One CLI call with the deterministic environment; stdout, or CliError for a typed error."""
-    env = dict(os.environ, **ENV)
-    env.pop("FGRAPH_DB", None)
-    proc = subprocess.run([executable, "--db", str(path), *args], input=stdin, env=env,
-                          capture_output=True, timeout=120, check=False)
-    if proc.returncode == 0:
-        return proc.stdout
-    stderr = proc.stderr.decode("utf-8", errors="replace")
-    first = stderr.splitlines()[0] if stderr else ""
-    name, sep, _ = first.partition(": ")
-    if proc.returncode == 1 and sep and name.isalpha():
-        raise CliError(name, stderr)
-    raise AssertionError(f"`{executable} {' '.join(args)}` exited {proc.returncode}: {stderr[-2000:]}")
-
-
-def peer(path: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    return run_cli(peer_executable(), path, *args, stdin=stdin)
-
-
-def peer_json(path: Path, *args: str, stdin: bytes | None = None):
-    return json.loads(peer(path, "--json", *args, stdin=stdin))
-
-
-def our_executable() -> str:
-    candidate = Path(sys.executable).parent / "fgraph"
-    return str(candidate) if candidate.exists() else "fgraph"
-
-
-def ndjson(transactions: list) -> bytes:
-    # json.dumps (ASCII escapes) keeps 0.0 a float and keeps U+2028 from splitting lines in the peer.
-    text = "".join(json.dumps(t, ensure_ascii=True) + "\n" for t in transactions)
-    if len(transactions) == 1:
-        text += "\n"  # NDJSON of one line is one document either way
-    return text.encode()
+from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, run_cli  # noqa: F401
 
 
 def ours(path: Path, fn, *, read_only: bool = False):
