@@ -40,8 +40,8 @@ def stream() -> str:
     try:
         source.transact({"id": "ada", "person/name": "Ada", "person/born": 1815})
         source.transact([{"id": {"tmp": "t"}, "n/v": "x"}, {"id": "h", "n/l": {"ref": {"tmp": "t"}}}])
+        source.transact({"id": "domain-event", "fgraph/at": {"instant": "2026-02-01T00:00:00Z"}})
         source.transact({"id": "ada", "person/born": 1816})
-        source.transact({"id": "grace", "person/name": "Grace"})
         return tail(source)
     finally:
         source.close()
