@@ -167,6 +167,7 @@ def test_reused_uuid_with_changed_payload_is_conflict(stream):
         db.close()
 
 
+@requires_upstream()
 def test_names_unify_with_receiver(stream):
     db = fresh()
     try:
