@@ -54,31 +54,32 @@ class FgraphRunner:
 
 
 class RawRunner:
-    """Plain APSW: the same fact rows, same table and indexes, same pragmas, no fgraph logic."""
+    """Plain APSW: the same fact rows, same table and indexes, same pragmas, no fgraph logic.
+
+    The rows are read back from the fgraph store after each chunk (entity, attribute,
+    value, tag and tx exactly as fgraph wrote them) and inserted here one transaction
+    per fgraph transaction, so both sides write identical rows into identical indexes.
+    """
 
     def __init__(self, path: str):
         self.conn = apsw.Connection(path)
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = FULL")
         self.conn.execute(layout.ddl_text())
-        self.ids: dict[str, int] = {}
-        self.tx = 1000
 
-    def run(self, chunk: list) -> None:
-        conn, ids = self.conn, self.ids
-        for data in chunk:
-            self.tx += 1
-            tx = self.tx
+    @staticmethod
+    def rows_after(db, after: int) -> list[list[tuple]]:
+        """The fact rows fgraph wrote after fact id ``after``, one list per transaction."""
+        by_tx: dict[int, list[tuple]] = {}
+        for row in db.connection.execute(
+                "SELECT e, a, v, t, tx FROM fgraph_facts WHERE id > ? ORDER BY id", (after,)):
+            by_tx.setdefault(row[4], []).append(row)
+        return list(by_tx.values())
+
+    def run(self, transactions: list[list[tuple]]) -> None:
+        conn = self.conn
+        for rows in transactions:
             conn.execute("BEGIN IMMEDIATE")
-            rows = [(tx, 1, tx, 5, tx)]
-            e = ids.setdefault(data["id"], len(ids) + 100)
-            for key, value in data.items():
-                if key == "id":
-                    continue
-                a = ids.setdefault(key, len(ids) + 100)
-                if isinstance(value, dict):
-                    value = ids.setdefault(value["ref"], len(ids) + 100)
-                rows.append((e, a, value, 2, tx))
             conn.executemany("INSERT OR IGNORE INTO fgraph_facts (e, a, v, t, tx) VALUES (?, ?, ?, ?, ?)", rows)
             conn.execute("COMMIT")
 
@@ -90,17 +91,21 @@ def interleaved(transactions: list, tmp: str, chunk: int = 250) -> tuple[float, 
     """Alternate chunks between the two writers so machine noise hits both alike."""
     ours, raw = FgraphRunner(os.path.join(tmp, "fgraph.db")), RawRunner(os.path.join(tmp, "raw.db"))
     ours_time = raw_time = ours_cpu = raw_cpu = 0.0
+    last_fact = ours.db.connection.execute("SELECT max(id) FROM fgraph_facts").fetchone()[0]
     for i in range(0, len(transactions), chunk):
         part = transactions[i:i + chunk]
         t0, c0 = time.perf_counter(), time.process_time()
         ours.run(part)
         t1, c1 = time.perf_counter(), time.process_time()
-        raw.run(part)
+        rows = RawRunner.rows_after(ours.db, last_fact)
+        last_fact = ours.db.connection.execute("SELECT max(id) FROM fgraph_facts").fetchone()[0]
+        t1b, c1b = time.perf_counter(), time.process_time()
+        raw.run(rows)
         t2, c2 = time.perf_counter(), time.process_time()
         ours_time += t1 - t0
-        raw_time += t2 - t1
+        raw_time += t2 - t1b
         ours_cpu += c1 - c0
-        raw_cpu += c2 - c1
+        raw_cpu += c2 - c1b
     facts = ours.facts
     ours.close()
     raw.close()

@@ -160,11 +160,11 @@ class Catalog:
 
         Without statistics SQLite would pick the (a, …) index and scan every fact of
         the attribute; the live (e, a, v, t) index keeps this proportional to the answer.
+        Sorting the few rows here is cheaper than SQLite's temporary b-tree for ORDER BY.
         """
-        return self.conn.execute(
-            "SELECT id, v, t, tx FROM fgraph_facts INDEXED BY fgraph_eavt WHERE e = ? AND a = ? AND rx IS NULL"
-            " ORDER BY id",
-            (e, a)).fetchall()
+        return sorted(self.conn.execute(
+            "SELECT id, v, t, tx FROM fgraph_facts INDEXED BY fgraph_eavt WHERE e = ? AND a = ? AND rx IS NULL",
+            (e, a)))
 
     def live_attributes(self, e: int) -> list[int]:
         return [row[0] for row in self.conn.execute(

@@ -83,8 +83,10 @@ class SchemaCache:
 
     def __init__(self):
         self.rows: dict[tuple, dict] = {}
+        self.schemas: dict[int, dict] = {}      # attribute id -> schema summary built from ``rows``
         self.version = None
         self.has_shapes: bool | None = None
+        self.head = None                        # WriterHead after our last commit, see transact
 
     def validate(self, conn) -> None:
         version = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -94,7 +96,9 @@ class SchemaCache:
 
     def clear(self) -> None:
         self.rows.clear()
+        self.schemas.clear()
         self.has_shapes = None
+        self.head = None
 
 
 class Planner(Constraints):
@@ -115,7 +119,8 @@ class Planner(Constraints):
         self.item = 0
         self.dirty: dict[int, Slot] = {}        # slots whose working values changed
         self.fact_tx: dict[int, int] = {}       # live fact id -> asserting tx, as loaded
-        self._schemas: dict[int, dict] = {}     # id(attribute handle) -> schema, until a schema fact moves
+        self._schemas: dict[object, dict] = {}  # attribute handle -> schema, until a schema fact moves
+        self._schema_moved: set = set()          # attributes whose schema facts this plan touched
 
     # -- identities -----------------------------------------------------------
     def _allocate(self, kind: str, key: str | None) -> NewIdent:
@@ -233,18 +238,25 @@ class Planner(Constraints):
         return next(iter(present.values()))[0].v if present else None
 
     def schema(self, a) -> dict:
-        found = self._schemas.get(id(a))
+        """The attribute's schema summary; shared across transactions while its schema facts stand."""
+        found = self._schemas.get(a)
         if found is None:
-            found = self._schemas[id(a)] = {
-                "type": self._one(a, A_TYPE), "many": self._one(a, A_MANY) == 1,
-                "unique": self._one(a, A_UNIQUE) == 1, "nohistory": self._one(a, A_NOHISTORY),
-                "dims": self._one(a, A_DIMS)}
+            shared = isinstance(a, int) and a not in self._schema_moved
+            found = self.schema_cache.schemas.get(a) if shared else None
+            if found is None:
+                found = {"type": self._one(a, A_TYPE), "many": self._one(a, A_MANY) == 1,
+                         "unique": self._one(a, A_UNIQUE) == 1, "nohistory": self._one(a, A_NOHISTORY),
+                         "dims": self._one(a, A_DIMS)}
+                if shared:
+                    self.schema_cache.schemas[a] = found
+            self._schemas[a] = found
         return found
 
     def _touched(self, slot: Slot) -> None:
         self.dirty[id(slot)] = slot
         if slot.a in SCHEMA_ATTRS:
-            self._schemas.pop(id(slot.e), None)
+            self._schemas.pop(slot.e, None)
+            self._schema_moved.add(slot.e)
 
     def nohistory(self, a) -> bool:
         s = self.schema(a)
