@@ -207,7 +207,8 @@ class Planner(Constraints):
         return self.named(check_attribute_name(name), allocate)
 
     def writable(self, e) -> None:
-        if isinstance(e, int) and (e <= SYSTEM_MAX or self.cat.is_transaction(e)):
+        # A transaction is registered by its event UUID, never by a name: named ids need no lookup.
+        if isinstance(e, int) and (e <= SYSTEM_MAX or (self.cat.name_of(e) is None and self.cat.is_transaction(e))):
             what = "a system identity" if e <= SYSTEM_MAX else "a transaction"
             raise Unsupported(f"entity {e} is {what} and cannot be written",
                               "write facts about your own entities; use the tx option for transaction facts")

@@ -134,3 +134,93 @@ def test_noop_consumes_nothing(db):
     assert db.transact({"id": "ada", "p/age": 36})["status"] == "noop"
     assert db.transact({"id": "brand-new"})["status"] == "applied"
     assert db.transact({}, by="")["status"] == "applied"
+
+
+# -- caches kept across commits (writer head, attribute schemas) ----------------------------------
+
+def seeded_events(tx_id: int) -> str:
+    from fgraph.identity import seeded_event_uuid
+    return seeded_event_uuid("cache-test", tx_id)
+
+
+def foreign_events(path) -> list[str]:
+    source = fgraph.connect(str(path) + ".source.db", clock=stepping_clock(), event_factory=seeded_events)
+    source.transact({"id": "zed", "z/v": 1})
+    source.transact({"id": "zed", "z/v": 2})
+    lines = list(source.iter_events(64))
+    source.close()
+    return lines
+
+
+def cache_scenario(path, *, forget_between_steps: bool) -> str:
+    """A history that moves the head and the schema behind a long-lived connection's back."""
+    clock = stepping_clock()
+    db = fgraph.connect(path, clock=clock, event_factory=seeded_events)
+    other = fgraph.connect(path, clock=clock, event_factory=seeded_events)
+    stream = []
+
+    def step(action):
+        if forget_between_steps:
+            db._schema_cache.clear()
+            db._identity_cache.clear()
+        action()
+
+    step(lambda: db.transact({"id": "p/tags", "fgraph/many": False}))
+    step(lambda: db.transact({"id": "ada", "p/name": "Ada", "p/tags": "a", "p/age": 36}))
+    step(lambda: db.transact({"id": "ada", "p/name": "Ada L", "p/age": 37}))            # card-one replacement
+    step(lambda: other.transact({"id": "p/tags", "fgraph/many": True}))                  # schema moves elsewhere
+    step(lambda: db.transact({"id": "ada", "p/tags": ["b", "c"]}))                       # needs the new schema
+    step(lambda: other.transact({"id": "bob", "p/name": "Bob"}))                         # head moves elsewhere
+    step(lambda: db.transact({"id": "bob", "p/age": 5, "p/friend": {"ref": "ada"}}))
+    step(lambda: db.transact([{"id": "p/email", "fgraph/type": "text", "fgraph/unique": True}, {"id": "cy", "p/email": "c@x"}]))
+    step(lambda: db.transact({"p/email": "c@x", "p/age": 9}))                             # upsert via new unique
+    step(lambda: pytest.raises(fgraph.Conflict, db.transact, {"id": "dee", "p/email": "c@x"}))
+    step(lambda: db.transact({"id": "p/age", "fgraph/type": "int"}))
+    step(lambda: pytest.raises(fgraph.ValueTypeError, db.transact, {"id": "ada", "p/age": "old"}))
+    step(lambda: stream.extend(db.iter_events(64)))
+    step(lambda: db.undo(db.latest_tx()))
+    step(lambda: db.transact({"id": "ada", "p/age": 40}))
+    step(lambda: db.connection.execute(                                                   # a raw write, rolled back
+        "BEGIN; UPDATE fgraph_meta SET value = value + 5 WHERE key = 'next_id'; ROLLBACK"))
+    step(lambda: db.transact({"id": "eve", "p/name": "Eve"}))
+    step(lambda: db.apply([line + "\n" for line in foreign_events(path)]))            # writes on this connection
+    step(lambda: db.transact({"id": "eve", "p/age": 30}))
+    step(lambda: db.excise("bob"))
+    step(lambda: db.transact({"id": "ada", "p/name": "Ada K"}))
+    step(lambda: other.transact(["retract", "ada", "p/tags", "b"]))
+    step(lambda: db.transact({"id": "ada", "p/tags": "d"}))
+    rows = core_rows_of(db.connection)
+    assert db.doctor()["ok"], db.doctor()
+    db.close()
+    other.close()
+    return rows
+
+
+def test_cached_commits_write_what_fresh_reads_write(tmp_path):
+    cached = cache_scenario(tmp_path / "cached.db", forget_between_steps=False)
+    fresh = cache_scenario(tmp_path / "fresh.db", forget_between_steps=True)
+    assert cached == fresh
+
+
+def reads_during(db, action) -> list[str]:
+    seen = []
+    db.connection.exec_trace = lambda cursor, sql, bindings: seen.append(sql) or True
+    try:
+        action()
+    finally:
+        db.connection.exec_trace = None
+    return seen
+
+
+def test_head_is_reused_until_someone_else_writes(tmp_path):
+    path = tmp_path / "h.db"
+    db, other = fgraph.connect(path, clock=stepping_clock()), fgraph.connect(path)
+    db.transact({"id": "a", "a/v": 1})
+    quiet = reads_during(db, lambda: db.transact({"id": "a", "a/v": 2}))
+    assert not any("max(tx)" in sql or "next_id'" in sql and sql.startswith("SELECT") for sql in quiet)
+    tx = other.transact({"id": "b", "a/v": 3})["tx"]
+    after = reads_during(db, lambda: db.transact({"id": "a", "a/v": 4}))
+    assert any("max(tx)" in sql for sql in after)
+    assert db.latest_tx() == tx + 1
+    db.close()
+    other.close()
