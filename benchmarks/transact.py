@@ -21,6 +21,7 @@ autocheckpoint 1000):
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import resource
@@ -141,6 +142,8 @@ class FloorRunner:
 def interleaved(transactions: list, extra: list, tmp: str, chunk: int = 250) -> dict:
     """Alternate chunks between the three writers so machine noise hits all alike."""
     statements = traced_writes(transactions, os.path.join(tmp, "traced.db"))
+    gc.collect()
+    gc.freeze()  # the harness's inputs (workload, traced statements) are not the writers' garbage to scan
     ours, raw = FgraphRunner(os.path.join(tmp, "fgraph.db")), RawRunner(os.path.join(tmp, "raw.db"))
     floor = FloorRunner(os.path.join(tmp, "floor.db"))
     ours_time = raw_time = ours_cpu = raw_cpu = floor_time = 0.0
