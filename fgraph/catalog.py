@@ -87,11 +87,15 @@ class Catalog:
         return row[0] if self._visible(self.cache.rows[row[0]]) else None
 
     def name_of(self, ident: int) -> str | None:
-        row = self.cache.rows.get(ident) or self.identity(ident)
+        row = self.cache.rows.get(ident)
+        if row is None or not self._visible(row):
+            row = self.identity(ident)
         return row[0] if row else None
 
     def gid_of(self, ident: int) -> bytes | None:
-        row = self.cache.rows.get(ident) or self.identity(ident)
+        row = self.cache.rows.get(ident)
+        if row is None or not self._visible(row):
+            row = self.identity(ident)
         return row[1] if row else None
 
     def is_transaction(self, ident: int) -> bool:

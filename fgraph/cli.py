@@ -200,7 +200,10 @@ def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
 def retract(ctx, ref, attr, value, operation_id, if_basis_tx):
     """Retract one fact (VALUE is JSON), an attribute, or a whole entity."""
     rest = () if attr is None else (attr,) if value is None else (attr, _json_argument(value, "retract value"))
-    _run(ctx, RW, lambda db: db.retract(_ref(ref), *rest, operation_id=operation_id, if_basis_tx=if_basis_tx))
+    # The retract operation itself: a JSON null VALUE must reach the planner (TypeError, or a no-op for an
+    # unknown entity), while the library's retract(value=None) means "every value", as in fgraph 1.x.
+    _run(ctx, RW, lambda db: db.transact(["retract", _ref(ref), *rest], operation_id=operation_id,
+                                         if_basis_tx=if_basis_tx))
 
 
 @cli.command()

@@ -85,11 +85,12 @@ class Db:
 
     add = transact
 
-    def retract(self, ref, attr=None, value=UNSET, *, operation_id=None, if_basis_tx=None) -> dict:
+    def retract(self, ref, attr=None, value=None, *, operation_id=None, if_basis_tx=None) -> dict:
+        """Retract one value, every value of ``attr`` (``value`` None, as in fgraph 1.x), or the entity."""
         op = ["retract", ref]
         if attr is not None:
             op.append(attr)
-            if value is not UNSET:
+            if value is not None:
                 op.append(value)
         return self.transact(op, operation_id=operation_id, if_basis_tx=if_basis_tx)
 
@@ -220,18 +221,21 @@ class Db:
                 self._identity_cache.clear()
         return _doctor.with_pending_scrub(report, _scrub.pending(self.path))
 
-    def backup(self, dest) -> dict:
-        """A verified physical copy at the new path ``dest``: ``{"basis_tx", "digest", "path"}``."""
-        return _backup.backup(self.connection, self.path, dest)
+    def backup(self, path) -> dict:
+        """A verified physical copy at the new ``path``: ``{"basis_tx", "digest", "path"}``."""
+        return _backup.backup(self.connection, self.path, path)
 
     def logical_digest(self) -> str:
         """The snapshot/1 footer sha256 at this view's basis (``fgraph snapshot | tail -1``)."""
         return _snapshot.logical_digest(self.connection, self.basis)
 
 
-def restore_backup(backup_file, path, *, clock=None, event_factory=None) -> Db:
-    """Install the physical backup ``backup_file`` at ``path`` (new or empty), verified; return it open."""
-    _backup.restore_backup(backup_file, path)
+def restore_backup(snapshot, path, *, clock=None, event_factory=None) -> Db:
+    """Install the physical backup file ``snapshot`` at ``path`` (new or empty), verified; return it open.
+
+    The first parameter's name is fgraph 1.x's (spec 11 §3), kept so keyword calls work on both.
+    """
+    _backup.restore_backup(snapshot, path)
     return connect(path, clock=clock, event_factory=event_factory)
 
 

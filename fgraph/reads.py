@@ -124,10 +124,11 @@ class Reader:
         if tx not in cache:
             meta = {"at": self.cat.tx_at(tx)}
             for key, a in (("by", A_BY), ("source", A_SOURCE)):
-                row = self.conn.execute("SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
-                                        (tx, a, tx)).fetchone()
+                row = self.conn.execute(
+                    "SELECT v, t FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
+                    (tx, a, tx)).fetchone()
                 if row is not None:
-                    meta[key] = row[0]
+                    meta[key] = self.value(*row)  # long text is stored indirectly: render, never the key
             cache[tx] = meta
         return cache[tx]
 

@@ -44,6 +44,9 @@ def check_if_basis_tx(if_basis_tx) -> None:
 
 
 def begin_immediate(conn: apsw.Connection) -> None:
+    if not conn.getautocommit():
+        raise Conflict("this connection is still inside a read: a snapshot or event iterator was left unfinished",
+                       "finish or close() that iterator before writing, or write through another connection")
     try:
         conn.execute("BEGIN IMMEDIATE")
     except (apsw.BusyError, apsw.LockedError):
