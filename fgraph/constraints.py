@@ -43,6 +43,14 @@ class Constraints:
                 if any(k[0] not in TYPE_TAGS[s["type"]] for k in self.slot(e, a).present):
                     raise SchemaError(f"{label!r} already holds values that are not {s['type']}",
                                       "retract them first, or declare another type")
+        if s["type"] == "vector" and s["dims"] is not None:
+            for e, v, size in conn.execute(
+                    "SELECT f.e, f.v, length(b.data) FROM fgraph_facts AS f JOIN fgraph_blobs AS b ON b.hash = f.v "
+                    "WHERE f.a = ? AND f.rx IS NULL AND f.t = ? AND length(b.data) != ?",
+                    (a, values.TAG_VECTOR, 4 * s["dims"])):
+                if (values.TAG_VECTOR, v) in self.slot(e, a).present:
+                    raise SchemaError(f"attribute {label!r} already contains {size // 4}-dimensional vectors; "
+                                      f"cannot declare dims={s['dims']}", "retract those vectors first")
         if not s["many"]:
             for (e,) in conn.execute(
                     "SELECT e FROM fgraph_facts WHERE a = ? AND rx IS NULL GROUP BY e HAVING count(*) > 1", (a,)):

@@ -121,6 +121,8 @@ class Planner(Constraints):
         self.fact_tx: dict[int, int] = {}       # live fact id -> asserting tx, as loaded
         self._schemas: dict[object, dict] = {}  # attribute handle -> schema, until a schema fact moves
         self._schema_moved: set = set()          # attributes whose schema facts this plan touched
+        self.touched: set = set()               # entities that are the subject of some item of the request
+        self.entity_retractions: dict = {}      # (id(slot), key) -> holder (None: own fact) of ["retract", e]
 
     # -- identities -----------------------------------------------------------
     def _allocate(self, kind: str, key: str | None) -> NewIdent:
@@ -191,14 +193,21 @@ class Planner(Constraints):
             raise ValueTypeError(f"lookup {sel!r} must be [attribute, value]", 'write ["user/email", "a@b"]')
         name, raw = sel
         check_attribute_name(name)
-        a = self.named(name, allocate=False)
+        # A lookup resolves against the transaction's basis (published behaviour): the attribute,
+        # its uniqueness and the value's owner as committed, whatever earlier items of this
+        # request did to them.
+        a = self.cat.id_by_name(name)
         if a is None:
             raise NotFound(f"attribute {name!r} was not found", "declare it unique before looking up by it")
-        if not self.schema(a)["unique"]:
+        if not any(v == 1 for _, v in self.slot(a, A_UNIQUE).live):
             raise SchemaError(f"attribute {name!r} is not unique, so it cannot identify an entity",
                               f"declare it with `fgraph declare {name} --unique`")
         value = self.plain_value(raw, allocate=False)
-        owner = None if value is None else self.unique_owner(a, (value.t, value.v))
+        basis_type = next((v for _, v in self.slot(a, A_TYPE).live), None)
+        if value is not None and basis_type is not None and value.t not in TYPE_TAGS.get(basis_type, ()):
+            raise ValueTypeError(f"lookup value {raw!r} is {values.logical_name(value.t)}, but {name!r} "
+                                 f"requires {basis_type}", f"look up by a {basis_type} value")
+        owner = None if value is None else self.basis_owner(a, (value.t, value.v))
         if owner is None:
             raise NotFound(f"no entity has {name} = {raw!r}", "check the value or create the entity first")
         return owner
@@ -319,22 +328,30 @@ class Planner(Constraints):
         self._touched(slot)
         self.owners.setdefault((a, key), []).append(e)
 
-    def remove(self, slot: Slot, key) -> None:
+    def remove(self, slot: Slot, key, seq: int | None = None) -> None:
         slot.items.add(self.item)
         if key in slot.present:
             del slot.present[key]
             self._touched(slot)
             if key in slot.live:
-                slot.removed[key] = next(self.seq)
+                slot.removed[key] = next(self.seq) if seq is None else seq
+
+    def basis_owner(self, a, key):
+        """The entity that held the unique value when the transaction began."""
+        if isinstance(a, int) and not isinstance(key[1], NewIdent):
+            for e in self.cat.live_owners(a, key[1], key[0]):
+                return e
+        return None
 
     def unique_owner(self, a, key):
+        """The upsert target: the basis owner even if this request retracted the value
+        (published behaviour), else an entity that gained the value earlier in the request."""
+        owner = self.basis_owner(a, key)
+        if owner is not None:
+            return owner
         for e in self.owners.get((a, key), ()):
             if key in self.slot(e, a).present:
                 return e
-        if isinstance(a, int) and not isinstance(key[1], NewIdent):
-            for e in self.cat.live_owners(a, key[1], key[0]):
-                if key in self.slot(e, a).present:
-                    return e
         return None
 
     # -- request items ----------------------------------------------------------
@@ -366,6 +383,7 @@ class Planner(Constraints):
                 self.writable(entity)
             else:
                 entity = self.upsert_target(m) or self._allocate("anon", None)
+        self.touched.add(entity)
         for key in sorted(k for k in m if k != "id"):
             a = self.attribute(key, allocate=True)
             raw = m[key]
@@ -413,6 +431,7 @@ class Planner(Constraints):
             raise ValueTypeError(f"assert takes [\"assert\", e, a, v], got {len(op)} elements", "fix the arity")
         e = self.entity(op[1], allocate=True)
         self.writable(e)
+        self.touched.add(e)
         a = self.attribute(op[2], allocate=True)
         if isinstance(op[3], list):
             raise ValueTypeError("an assert operation takes one value, not an array", "assert each value")
@@ -438,10 +457,13 @@ class Planner(Constraints):
             raise ValueTypeError("a tmp id cannot be a retracted ref value",
                                  "retract the ref by name, id, lookup or eid")
         e = self.quiet(op[1])
-        a = self.quiet(op[2], attribute=True) if len(op) >= 3 else None
-        if e is None or (len(op) >= 3 and a is None):
-            return  # retracting through an unknown name or attribute changes nothing
+        if e is None:
+            return  # retracting through an unknown name changes nothing
         self.writable(e)
+        a = self.quiet(op[2], attribute=True) if len(op) >= 3 else None
+        if len(op) >= 3 and a is None:
+            return  # nor through an unknown attribute
+        self.touched.add(e)
         if len(op) == 2:
             self.retract_entity(e)
             return
@@ -457,6 +479,7 @@ class Planner(Constraints):
         # A ref value names a stored identity, never one this request is creating (published behaviour).
         if value is None or (value.t == values.TAG_REF and isinstance(value.v, NewIdent)):
             raise NotFound(f"ref target {op[3]['ref']!r} was not found", "retract a value that exists")
+        self.check_type_now(e, a, value, infer=False)
         self.remove(self.slot(e, a), (value.t, value.v))
 
     def retract_entity(self, e) -> None:
@@ -467,16 +490,35 @@ class Planner(Constraints):
             for _, holder, a in self.cat.live_refs_to(e):
                 if holder > SYSTEM_MAX and not self.cat.is_transaction(holder):
                     self.slot(holder, a)
-        own, refs = [], []
+        # All removals of this operation share one position in `retracted`; finish() orders
+        # them inside it (see retraction_order).
+        group = next(self.seq)
         for (se, _), slot in list(self.slots.items()):
             if se == e:
-                own.extend((slot.live.get(k, float("inf")), slot, k) for k in slot.present)
+                keys, holder = list(slot.present), None
             elif se is not self.tx and (0, e) in slot.present:
                 if isinstance(se, int) and (se <= SYSTEM_MAX or self.cat.is_transaction(se)):
                     continue
-                refs.append((slot.live.get((0, e), float("inf")), slot, (0, e)))
-        for _, slot, key in sorted(own, key=lambda r: r[0]) + sorted(refs, key=lambda r: r[0]):
-            self.remove(slot, key)
+                keys, holder = [(0, e)], se
+            else:
+                continue
+            for key in keys:
+                self.remove(slot, key, seq=group)
+                self.entity_retractions[(id(slot), key)] = holder
+
+    def retraction_order(self, slot: Slot, key, seq: int) -> tuple:
+        """Sort key of a retracted fact (published behaviour, docs/format.md §retracted order).
+
+        Facts follow the operations that removed them. The facts one ["retract", e] removes
+        come in fact-id order — e's own facts together with the refs held by entities that
+        some item of the request writes about (before or after the operation) — and then
+        the refs held by entities the request does not otherwise touch, in fact-id order.
+        """
+        marker = self.entity_retractions.get((id(slot), key), slot)
+        if marker is slot:
+            return (seq, 0, 0)
+        untouched = marker is not None and marker not in self.touched
+        return (seq, 1 if untouched else 0, slot.live[key])
 
     def op_cas(self, op: list) -> None:
         if len(op) != 5:
@@ -497,6 +539,7 @@ class Planner(Constraints):
             raise Conflict(f"cas on {op[2]!r} shares its entity and attribute with another item",
                            "use one cas per (entity, attribute) and nothing else on it")
         self.cas_slots.add((e, a))
+        self.touched.add(e)
         expected = self.plain_value(op[3], allocate=False, allow_missing=True)
         if expected is not None and expected is not values.MISSING:
             self.check_type_now(e, a, expected, infer=False)
@@ -543,7 +586,8 @@ class Planner(Constraints):
                     asserted.append((seq, slot.e, slot.a, value))
             for key, seq in slot.removed.items():
                 if key not in slot.present:
-                    retracted.append((seq, slot.e, slot.a, Value(key[0], key[1], None), slot.live[key]))
+                    retracted.append((self.retraction_order(slot, key, seq), slot.e, slot.a,
+                                      Value(key[0], key[1], None), slot.live[key]))
         asserted.sort(key=lambda r: r[0])
         retracted.sort(key=lambda r: r[0])
         used = set()
