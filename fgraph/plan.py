@@ -122,6 +122,7 @@ class Planner(Constraints):
         self._schemas: dict[object, dict] = {}  # attribute handle -> schema, until a schema fact moves
         self._schema_moved: set = set()          # attributes whose schema facts this plan touched
         self.touched: set = set()               # entities that are the subject of some item of the request
+        self.double_assertions: list = []       # slots that got a second pending value (judged in finish)
         self.entity_retractions: dict = {}      # (id(slot), key) -> holder (None: own fact) of ["retract", e]
 
     # -- identities -----------------------------------------------------------
@@ -317,12 +318,12 @@ class Planner(Constraints):
         key = (value.t, value.v)
         if key in slot.present:
             return
-        if not self.schema(a)["many"] and slot.present:
-            others = [k for k in slot.present if k != key]
-            if any(k not in slot.live for k in others):
-                raise Conflict(f"two values for cardinality-one attribute {self.attribute_label(a)!r} "
-                               "in one transaction", "keep one value, or declare the attribute --many")
-            for k in others:
+        if any(k not in slot.live for k in slot.present):
+            # Two values asserted for one (e, a) are a Conflict only if the attribute is still
+            # cardinality-one when the request ends, and only after every item planned (finish).
+            self.double_assertions.append(slot)
+        if not self.schema(a)["many"]:
+            for k in [k for k in slot.present if k in slot.live]:
                 self.remove(slot, k)
         slot.present[key] = (value, next(self.seq))
         self._touched(slot)
@@ -571,6 +572,11 @@ class Planner(Constraints):
             if len(self.slots[key].items) > 1:
                 raise Conflict(f"cas on {self.attribute_label(key[1])!r} shares its entity and attribute with "
                                "another item", "use one cas per (entity, attribute) and nothing else on it")
+        for slot in self.double_assertions:
+            if not self.schema(slot.a)["many"]:
+                raise Conflict(f"two values for cardinality-one attribute {self.attribute_label(slot.a)!r} "
+                               "in one transaction", "keep one value, or declare the attribute --many")
+        self.replace_on_cardinality_one()
         changed = [slot for slot in self.dirty.values() if self._changed(slot)]
         changed_schema = {id(slot.e): slot.e for slot in changed if slot.a in SCHEMA_ATTRS}
         self.schema_changed = bool(changed_schema) or any(slot.a == A_SHAPE for slot in changed)
@@ -597,6 +603,19 @@ class Planner(Constraints):
                 used.add(id(value.v))
         kept = [n for n in self.new if n.kind == "name" or id(n) in used]
         return Delta([r[1:] for r in asserted], [r[1:] for r in retracted], kept)
+
+    def replace_on_cardinality_one(self) -> None:
+        """A value asserted while the attribute was many, which ends the request as
+        cardinality-one, replaces the entity's other live values (published behaviour);
+        they are retracted at the assertion's position."""
+        for slot in list(self.dirty.values()):
+            if len(slot.present) < 2 or self.schema(slot.a)["many"]:
+                continue
+            pending = [k for k in slot.present if k not in slot.live]
+            if len(pending) == 1:
+                seq = slot.present[pending[0]][1]
+                for key in [k for k in slot.present if k in slot.live]:
+                    self.remove(slot, key, seq=seq)
 
     @staticmethod
     def _changed(slot: Slot) -> bool:

@@ -143,7 +143,7 @@ def test_two_values_for_cardinality_one_in_one_request(db):
 def test_cardinality_one_declared_while_values_are_pending(db):
     db.transact({"id": "q/m", "fgraph/many": True})
     message = rejected(db, [{"id": "e", "q/m": [1, 2]}, {"id": "q/m", "fgraph/many": False}], "Conflict")
-    assert message == "'q/m' is cardinality-one but would hold 2 values"
+    assert message == "two values for cardinality-one attribute 'q/m' in one transaction"
     rejected(db, [{"id": "e", "q/m": [1, 2]}, ["retract", "q/m", "fgraph/many"]], "Conflict")
 
 
