@@ -22,6 +22,7 @@ demo: $(STAMP)
 	@bash docs/demo.sh $(BIN)/fgraph
 
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -33,7 +33,7 @@ import apsw
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fgraph  # noqa: E402
-from fgraph import layout  # noqa: E402
+from fgraph.core import layout  # noqa: E402
 
 
 def workload(count: int, seed: int = 7) -> list:

@@ -1,6 +1,6 @@
 """fgraph: an embedded temporal fact database in one SQLite file (format v2)."""
 
-from fgraph.errors import (
+from fgraph.core.errors import (
     Conflict,
     FgraphError,
     FormatError,

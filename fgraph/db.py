@@ -6,15 +6,19 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 
 from __future__ import annotations
 
-from fgraph import apply as _apply, backup as _backup, connection, doctor as _doctor, events as _events, reads
-from fgraph import snapshot as _snapshot
-from fgraph import excise as _excise, scrub as _scrub, restore as _restore, transact as _transact, undo as _undo
-from fgraph.canonical import loads
-from fgraph.catalog import IdentityCache
-from fgraph.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
-from fgraph.identity import event_factory_from_env, make_clock
-from fgraph.plan import TYPE_TAGS, SchemaCache, check_attribute_name
-from fgraph.transact import UNSET, Request
+from fgraph.streams import apply as _apply, events as _events
+from fgraph.ops import backup as _backup, doctor as _doctor
+from fgraph.core import connection, reads
+from fgraph.streams import snapshot as _snapshot
+from fgraph.ops import excise as _excise, scrub as _scrub, undo as _undo
+from fgraph.streams import restore as _restore
+from fgraph.core import transact as _transact
+from fgraph.core.canonical import loads
+from fgraph.core.catalog import IdentityCache
+from fgraph.core.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
+from fgraph.core.identity import event_factory_from_env, make_clock
+from fgraph.core.plan import TYPE_TAGS, SchemaCache, check_attribute_name
+from fgraph.core.transact import UNSET, Request
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -164,7 +168,7 @@ class Db:
         """Restore a snapshot/1 stream into this pristine database (spec 05 §2)."""
         self._writable()
         try:
-            return _restore.restore(self.connection, source)
+            return _restore.restore(self.connection, source, final_check=_doctor.check)
         finally:
             self._schema_cache.clear()
             self._identity_cache.clear()

@@ -68,6 +68,9 @@ class Runtime:
         self.executable, self.name = executable, name
         self.env = dict(os.environ, **ENV)
         self.env.pop("FGRAPH_DB", None)
+        # Each runtime finds its own package through its own environment; a PYTHONPATH
+        # meant for this test process would shadow the other runtime's package.
+        self.env.pop("PYTHONPATH", None)
         self.server = None
         found = python_console_script(executable)
         if found is not None and os.environ.get("FGRAPH_NO_FORK_SERVER") != "1":

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from fgraph.canonical import dumps, loads
+from fgraph.core.canonical import dumps, loads
 from tests.conftest import UPSTREAM, requires_upstream, stepping_clock
 from tests.corerows import core_rows_of
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import fgraph
-from fgraph.errors import Conflict, FormatError, NotFound
+from fgraph.core.errors import Conflict, FormatError, NotFound
 from tests.conftest import CONFORMANCE_CLOCK, REPO, peer_executable
 from tests.corerows import core_rows
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgraph.canonical import (
+from fgraph.core.canonical import (
     MAX_DOCUMENT_DEPTH,
     MAX_JSON_VALUE_DEPTH,
     dumps,
@@ -24,7 +24,7 @@ from fgraph.canonical import (
     json_depth,
     loads,
 )
-from fgraph.errors import TooLarge, ValueTypeError
+from fgraph.core.errors import TooLarge, ValueTypeError
 
 
 # The reference implementation of 02 §4.2, verbatim.

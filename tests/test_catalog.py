@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 import fgraph
-from fgraph.catalog import Catalog, IdentityCache
-from fgraph.identity import GENESIS_EVENT, anonymous_eid, seeded_event_uuid
+from fgraph.core.catalog import Catalog, IdentityCache
+from fgraph.core.identity import GENESIS_EVENT, anonymous_eid, seeded_event_uuid
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, stepping_clock
 
 SECOND = 1_000_000

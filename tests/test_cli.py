@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 import fgraph
-from fgraph import cli, ingest
-from fgraph.canonical import dumps
+from fgraph.face import cli, ingest
+from fgraph.core.canonical import dumps
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))

@@ -90,8 +90,8 @@ def _our_library():
 
 
 def _our_executable() -> str:
-    if importlib.util.find_spec("fgraph.cli") is None:
-        pytest.skip("fgraph.cli is not implemented yet")
+    if importlib.util.find_spec("fgraph.face.cli") is None:
+        pytest.skip("fgraph.face.cli is not implemented yet")
     candidate = Path(sys.executable).parent / "fgraph"
     if candidate.exists():
         return str(candidate)
@@ -369,7 +369,7 @@ def test_canonical_dumps_refuses(value) -> None:
 
 
 def test_canonical_dumps_equals_our_encoder() -> None:
-    canonical = pytest.importorskip("fgraph.canonical")
+    canonical = pytest.importorskip("fgraph.core.canonical")
     import random
 
     rng = random.Random(7)

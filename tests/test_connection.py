@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph import connection, layout
+from fgraph.core import connection, layout
 from tests.conftest import stepping_clock
 
 

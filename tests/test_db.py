@@ -12,8 +12,8 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph.canonical import loads
-from fgraph.identity import seeded_event_uuid
+from fgraph.core.canonical import loads
+from fgraph.core.identity import seeded_event_uuid
 from tests.conftest import CONFORMANCE_CLOCK, stepping_clock
 from tests.corerows import core_rows, core_rows_of
 

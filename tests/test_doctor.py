@@ -15,8 +15,9 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph import cli, doctor
-from fgraph.errors import FormatError, ReadOnly
+from fgraph.face import cli
+from fgraph.ops import doctor
+from fgraph.core.errors import FormatError, ReadOnly
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
 
 REPORT_KEYS = set(doctor.REPORT_KEYS)

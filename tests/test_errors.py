@@ -8,7 +8,7 @@ import builtins
 import pytest
 
 import fgraph
-from fgraph import errors
+from fgraph.core import errors
 from tests.conftest import stepping_clock
 
 CONTRACT_NAMES = ("NotFound", "Conflict", "SchemaError", "TypeError", "QueryError", "FormatError", "ReadOnly",

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import fgraph
-from fgraph.canonical import loads
+from fgraph.core.canonical import loads
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, UPSTREAM, peer_executable, requires_upstream
 from tests.corerows import core_rows
 from tests.strategies import SCHEMA, histories

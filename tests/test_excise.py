@@ -14,7 +14,7 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph import scrub
+from fgraph.ops import scrub
 from tests.conftest import stepping_clock
 from tests.corerows import core_rows_of
 

@@ -10,9 +10,9 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph import genesis, layout
-from fgraph.canonical import loads
-from fgraph.identity import GENESIS_EVENT, GENESIS_TX
+from fgraph.core import genesis, layout
+from fgraph.core.canonical import loads
+from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX
 from tests.conftest import CONFORMANCE_CLOCK, SHARED, UPSTREAM, requires_upstream, stepping_clock
 
 SPEC_FORMAT = SHARED / "spec" / "01-format.md"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import fgraph
-from fgraph import identity
+from fgraph.core import identity
 
 
 @pytest.mark.parametrize("tx, expected", [

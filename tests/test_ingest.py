@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from fgraph import ingest
-from fgraph.canonical import dumps
-from fgraph.errors import Conflict, FormatError, TooLarge, ValueTypeError
+from fgraph.face import ingest
+from fgraph.core.canonical import dumps
+from fgraph.core.errors import Conflict, FormatError, TooLarge, ValueTypeError
 from tests.conftest import stepping_clock
 
 

@@ -13,7 +13,7 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph import layout
+from fgraph.core import layout
 from tests.conftest import REPO, SHARED, stepping_clock
 
 SPEC_FORMAT = SHARED / "spec" / "01-format.md"

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 import fgraph
-from fgraph.errors import FormatError
-from fgraph.paths import (APPLICATION_ID_OFFSET, DEFAULT_PATH, LEGACY_PATH, USER_VERSION_OFFSET, committed_wal_header,
+from fgraph.core.errors import FormatError
+from fgraph.face.paths import (APPLICATION_ID_OFFSET, DEFAULT_PATH, LEGACY_PATH, USER_VERSION_OFFSET, committed_wal_header,
                           is_initialized, resolve_db_path)
 from tests.conftest import peer_executable
 

@@ -9,7 +9,7 @@ import unicodedata
 import pytest
 
 import fgraph
-from fgraph.plan import CONTROL_RE, check_attribute_name, check_name
+from fgraph.core.plan import CONTROL_RE, check_attribute_name, check_name
 from tests.conftest import stepping_clock
 
 

@@ -10,7 +10,7 @@ import os
 import pytest
 
 import fgraph
-from fgraph.identity import GENESIS_EVENT, seeded_event_uuid
+from fgraph.core.identity import GENESIS_EVENT, seeded_event_uuid
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, stepping_clock
 
 SECOND = 1_000_000

@@ -13,7 +13,9 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph import cli, connection, scrub
+from fgraph.face import cli
+from fgraph.core import connection
+from fgraph.ops import scrub
 from tests.conftest import stepping_clock
 
 REPORT_KEYS = {"checkpoint", "complete", "first_checkpoint_complete", "fts_optimized", "secure_delete", "seconds",

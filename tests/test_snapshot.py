@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import fgraph
-from fgraph.canonical import dumps, loads
+from fgraph.core.canonical import dumps, loads
 from tests.conftest import UPSTREAM, requires_upstream, stepping_clock
 from tests.corerows import core_rows_of
 from tests.strategies import SCHEMA, histories

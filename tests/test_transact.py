@@ -139,7 +139,7 @@ def test_noop_consumes_nothing(db):
 # -- caches kept across commits (writer head, attribute schemas) ----------------------------------
 
 def seeded_events(tx_id: int) -> str:
-    from fgraph.identity import seeded_event_uuid
+    from fgraph.core.identity import seeded_event_uuid
     return seeded_event_uuid("cache-test", tx_id)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import fgraph
-from fgraph.identity import seeded_event_uuid
+from fgraph.core.identity import seeded_event_uuid
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, stepping_clock
 from tests.corerows import core_rows_of
 

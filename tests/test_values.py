@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgraph.canonical import dumps
-from fgraph.errors import FormatError, TooLarge, ValueTypeError
-from fgraph.values import (
+from fgraph.core.canonical import dumps
+from fgraph.core.errors import FormatError, TooLarge, ValueTypeError
+from fgraph.core.values import (
     INDIRECT_TAGS,
     INSTANT_MAX,
     INSTANT_MIN,

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import fgraph
-from fgraph.verify import verify
+from fgraph.streams.verify import verify
 from tests.conftest import stepping_clock
 
 

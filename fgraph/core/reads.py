@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import re
 
-from fgraph import values
-from fgraph.catalog import Catalog
-from fgraph.errors import NotFound, QueryError, SchemaError, ValueTypeError
-from fgraph.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
-from fgraph.identity import INSTANT_MAX, INSTANT_MIN, gid_to_uuid
-from fgraph.plan import ATTRIBUTE_RE, INT64_MAX, INT64_MIN
-from fgraph.values import RefWire
+from fgraph.core import values
+from fgraph.core.catalog import Catalog
+from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
+from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
+from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, gid_to_uuid
+from fgraph.core.plan import ATTRIBUTE_RE, INT64_MAX, INT64_MIN
+from fgraph.core.values import RefWire
 
 RECEIPT_ATTRS = (A_AT, A_BY, A_SOURCE, A_META, A_IMPORTED_AT)
 
@@ -57,7 +57,7 @@ class Reader:
         elif isinstance(ref, list) and len(ref) == 2 and isinstance(ref[0], str):
             return self.lookup(ref[0], ref[1])
         elif isinstance(ref, dict) and set(ref) == {"eid"}:
-            from fgraph.identity import check_event_uuid, uuid_to_gid
+            from fgraph.core.identity import check_event_uuid, uuid_to_gid
             found = self.cat.id_by_gid(uuid_to_gid(check_event_uuid(ref["eid"], "eid")))
             if found is not None:
                 return found

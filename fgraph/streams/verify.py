@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 
-from fgraph.apply import MAX_EVENT_BYTES, iter_lines, validate_record
-from fgraph.canonical import dumps, loads
-from fgraph.errors import Conflict, FgraphError, FormatError, TooLarge, ValueTypeError
-from fgraph.restore import FOOTER_KEYS, HEADER_KEYS, MAX_LINE_BYTES, RECEIPT_KEYS
+from fgraph.streams.apply import MAX_EVENT_BYTES, iter_lines, validate_record
+from fgraph.core.canonical import dumps, loads
+from fgraph.core.errors import Conflict, FgraphError, FormatError, TooLarge, ValueTypeError
+from fgraph.streams.restore import FOOTER_KEYS, HEADER_KEYS, MAX_LINE_BYTES, RECEIPT_KEYS
 
 
 def _decode(number: int, line, cap: int):

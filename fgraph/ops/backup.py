@@ -22,9 +22,10 @@ import urllib.parse
 
 import apsw
 
-from fgraph import connection, doctor, layout
-from fgraph.errors import Conflict, FgraphError, FormatError, NotFound
-from fgraph.snapshot import logical_digest
+from fgraph.core import connection, layout
+from fgraph.ops import doctor
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound
+from fgraph.streams.snapshot import logical_digest
 
 SIDECARS = ("", "-journal", "-wal", "-shm")
 BUSY_RETRIES = 20

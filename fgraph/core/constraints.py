@@ -6,9 +6,9 @@ A mixin of ``Planner``: it reads the planner's working slots and schema.
 
 from __future__ import annotations
 
-from fgraph import values
-from fgraph.errors import Conflict, SchemaError
-from fgraph.genesis import A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_VECTOR_MODEL, SYSTEM_MAX
+from fgraph.core import values
+from fgraph.core.errors import Conflict, SchemaError
+from fgraph.core.genesis import A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_VECTOR_MODEL, SYSTEM_MAX
 
 TYPE_TAGS = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 8), "instant": (5,),
              "bytes": (6, 9), "vector": (7,), "json": (10,)}

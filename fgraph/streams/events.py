@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-from fgraph.canonical import dumps
-from fgraph.catalog import Catalog
-from fgraph.errors import ValueTypeError
-from fgraph.identity import gid_to_uuid
-from fgraph.plan import INT64_MAX
+from fgraph.core.canonical import dumps
+from fgraph.core.catalog import Catalog
+from fgraph.core.errors import ValueTypeError
+from fgraph.core.identity import gid_to_uuid
+from fgraph.core.plan import INT64_MAX
 
 FOLLOW_MIN_INTERVAL = 0.005
 FOLLOW_MAX_INTERVAL = 0.05

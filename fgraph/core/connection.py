@@ -12,8 +12,8 @@ import urllib.parse
 
 import apsw
 
-from fgraph import layout
-from fgraph.errors import FormatError, NotFound, ReadOnly
+from fgraph.core import layout
+from fgraph.core.errors import FormatError, NotFound, ReadOnly
 
 MEMORY = ":memory:"
 BUSY_TIMEOUT_MS = 5000

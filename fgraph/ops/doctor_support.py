@@ -1,6 +1,6 @@
 """Doctor's building blocks: SQL fragments, canonical-JSON and blob checkers, the integrity thread.
 
-Kept apart from the checks themselves (``fgraph.doctor``) so each module stays readable.
+Kept apart from the checks themselves (``fgraph.ops.doctor``) so each module stays readable.
 """
 
 
@@ -14,9 +14,9 @@ from collections import OrderedDict
 import apsw
 import orjson
 
-from fgraph import values
-from fgraph.canonical import dumps, format_float, loads
-from fgraph.errors import FgraphError
+from fgraph.core import values
+from fgraph.core.canonical import dumps, format_float, loads
+from fgraph.core.errors import FgraphError
 
 REPORT_KEYS = ("expected_fts_rows", "fts_rows", "fts_rows_rebuilt", "integrity", "ok", "orphaned_blobs",
                "orphaned_blobs_removed", "problems", "repair_needed", "repaired", "schema_problems",

@@ -20,8 +20,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import IO
 
-from fgraph.canonical import loads
-from fgraph.errors import FgraphError, FormatError, ValueTypeError
+from fgraph.core.canonical import loads
+from fgraph.core.errors import FgraphError, FormatError, ValueTypeError
 
 MAX_BATCH_SIZE = 10000
 READ_CHUNK = 1 << 20

@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 from typing import Callable, Iterable, Iterator
 
-from fgraph import values
-from fgraph.canonical import dumps, loads
-from fgraph.catalog import Catalog
-from fgraph.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
-from fgraph.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
-from fgraph.plan import check_attribute_name, check_name
-from fgraph.transact import UNSET, Request, abandon, already_applied_report, run_in_transaction
-from fgraph.values import RefWire, Value
+from fgraph.core import values
+from fgraph.core.canonical import dumps, loads
+from fgraph.core.catalog import Catalog
+from fgraph.core.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
+from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
+from fgraph.core.plan import check_attribute_name, check_name
+from fgraph.core.transact import UNSET, Request, abandon, already_applied_report, run_in_transaction
+from fgraph.core.values import RefWire, Value
 
 MAX_EVENT_BYTES = 8 * 1048576 + 65536
 EVENT_KEYS = frozenset({"fgraph", "event", "at", "created", "by", "source", "meta", "tx_facts", "asserted",
@@ -243,7 +243,7 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
     transaction is rolled back at the end: conflicting events are counted and listed
     instead of aborting, and receiver values the stream would supersede are listed.
     """
-    from fgraph.transact import begin_immediate
+    from fgraph.core.transact import begin_immediate
 
     summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
     dry = DryRun(0) if dry_run else None

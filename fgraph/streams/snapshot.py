@@ -11,10 +11,10 @@ import hashlib
 from collections import OrderedDict
 from typing import Iterator
 
-from fgraph import values
-from fgraph.canonical import dumps
-from fgraph.catalog import Catalog
-from fgraph.identity import GENESIS_EVENT, gid_to_uuid
+from fgraph.core import values
+from fgraph.core.canonical import dumps
+from fgraph.core.catalog import Catalog
+from fgraph.core.identity import GENESIS_EVENT, gid_to_uuid
 
 SELECTOR_CACHE = 8192
 

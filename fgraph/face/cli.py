@@ -1,7 +1,7 @@
 """The ``fgraph`` command line: a thin skin over the library (spec 09).
 
 A command parses its arguments, hands ``_run`` the open mode and one library
-call, and ``_run`` resolves the path (``fgraph.paths``), opens the database,
+call, and ``_run`` resolves the path (``fgraph.face.paths``), opens the database,
 makes the call and prints the result. Outcomes become exit codes in one place,
 ``run()``: 0 success, 1 a typed error (``Name: message``) or an internal error,
 2 a usage error; no traceback ever reaches the user (``FGRAPH_DEBUG=1``
@@ -30,11 +30,11 @@ import sys
 import click
 
 import fgraph
-from fgraph import ingest
-from fgraph.canonical import dumps, loads
+from fgraph.face import ingest
+from fgraph.core.canonical import dumps, loads
 from fgraph.db import connect
-from fgraph.errors import FgraphError, Unsupported
-from fgraph.paths import resolve_db_path
+from fgraph.core.errors import FgraphError, Unsupported
+from fgraph.face.paths import resolve_db_path
 
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
@@ -392,7 +392,7 @@ def backup(ctx, dest):
 @click.pass_context
 def doctor(ctx, repair, expect_digest):
     """Check every invariant; exit 1 when the report is not ok (the published runtime exits 0)."""
-    from fgraph.doctor import describe
+    from fgraph.ops.doctor import describe
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
     with connect(path, read_only=not repair) as db:
         report = db.doctor(repair, expect_digest=expect_digest)
@@ -430,7 +430,7 @@ def excise(ctx, ref, operation_id, if_basis_tx):
 @click.pass_context
 def verify(ctx, src):
     """Check a snapshot or event stream file without a database; exit 0 only when it is whole."""
-    from fgraph.verify import verify as verify_stream
+    from fgraph.streams.verify import verify as verify_stream
     with ingest.open_stream(src, sys.stdin) as handle:
         result = verify_stream(handle)
     _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,

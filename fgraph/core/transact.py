@@ -8,14 +8,14 @@ from typing import Callable, NamedTuple
 
 import apsw
 
-from fgraph import values
-from fgraph.canonical import dumps
-from fgraph.catalog import Catalog, IdentityCache
-from fgraph.errors import Conflict, SchemaError, TooLarge, ValueTypeError
-from fgraph.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
-from fgraph.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
-from fgraph.plan import NewIdent, Planner, SchemaCache
-from fgraph.values import Value
+from fgraph.core import values
+from fgraph.core.canonical import dumps
+from fgraph.core.catalog import Catalog, IdentityCache
+from fgraph.core.errors import Conflict, SchemaError, TooLarge, ValueTypeError
+from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
+from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
+from fgraph.core.plan import NewIdent, Planner, SchemaCache
+from fgraph.core.values import Value
 
 UNSET = object()
 MAX_EVENT_BYTES = 8 * 1048576 + 65536

@@ -13,7 +13,7 @@ import re
 
 import apsw
 
-from fgraph.errors import FormatError
+from fgraph.core.errors import FormatError
 
 APPLICATION_ID = 1718055521
 USER_VERSION = 2
@@ -99,8 +99,8 @@ def validate_objects(objects, path: str) -> None:
 
 def initialize(conn: apsw.Connection, path: str, clock) -> None:
     """Create the layout and genesis in one write transaction, unless another process won."""
-    from fgraph import genesis
-    from fgraph.identity import make_clock, read_clock
+    from fgraph.core import genesis
+    from fgraph.core.identity import make_clock, read_clock
 
     conn.execute("BEGIN IMMEDIATE")
     try:

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import hashlib
 
-from fgraph import scrub, values
-from fgraph.canonical import dumps, loads
-from fgraph.catalog import Catalog
-from fgraph.errors import Conflict, NotFound, Unsupported, ValueTypeError
-from fgraph.genesis import A_AT, A_EXCISED, SYSTEM_MAX
-from fgraph.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
-from fgraph.plan import INT64_MAX, INT64_MIN
-from fgraph.transact import (Request, already_applied_report, begin_immediate, check_if_basis_tx,
+from fgraph.ops import scrub
+from fgraph.core import values
+from fgraph.core.canonical import dumps, loads
+from fgraph.core.catalog import Catalog
+from fgraph.core.errors import Conflict, NotFound, Unsupported, ValueTypeError
+from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
+from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
+from fgraph.core.plan import INT64_MAX, INT64_MIN
+from fgraph.core.transact import (Request, already_applied_report, begin_immediate, check_if_basis_tx,
                              check_operation_id)
 
 ROW_COLUMNS = "id, e, a, v, t, tx, rx"

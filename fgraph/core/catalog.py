@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import apsw
 
-from fgraph.genesis import A_AT, A_IMPORTED_AT
+from fgraph.core.genesis import A_AT, A_IMPORTED_AT
 
 
 class IdentityCache:

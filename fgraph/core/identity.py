@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Callable
 
-from fgraph.errors import Conflict, ValueTypeError
+from fgraph.core.errors import Conflict, ValueTypeError
 
 INSTANT_MIN = -62135596800000000
 INSTANT_MAX = 253402300799999999

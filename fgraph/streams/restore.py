@@ -13,16 +13,16 @@ import hashlib
 import re
 from collections import OrderedDict
 
-from fgraph import doctor, values
-from fgraph.apply import MAX_EVENT_BYTES, iter_lines
-from fgraph.canonical import dumps, loads
-from fgraph.catalog import Catalog
-from fgraph.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
-from fgraph.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, genesis_event
-from fgraph.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
-from fgraph.plan import check_attribute_name, check_name
-from fgraph.transact import FTS_TAGS, begin_immediate, check_operation_id
-from fgraph.values import RefWire
+from fgraph.core import values
+from fgraph.streams.apply import MAX_EVENT_BYTES, iter_lines
+from fgraph.core.canonical import dumps, loads
+from fgraph.core.catalog import Catalog
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
+from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, genesis_event
+from fgraph.core.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
+from fgraph.core.plan import check_attribute_name, check_name
+from fgraph.core.transact import FTS_TAGS, begin_immediate, check_operation_id
+from fgraph.core.values import RefWire
 
 MAX_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -297,8 +297,12 @@ def _subsequence(part, whole) -> bool:
     return all(any(item == candidate for candidate in it) for item in part)
 
 
-def restore(conn, source, *, on_record=None) -> dict:
-    """Restore ``source`` (text, bytes, a binary file or lines) into this pristine store."""
+def restore(conn, source, *, final_check, on_record=None) -> dict:
+    """Restore ``source`` (text, bytes, a binary file or lines) into this pristine store.
+
+    ``final_check(conn)`` runs inside the write transaction before COMMIT and returns a
+    doctor report: the caller passes ops' full doctor (streams may not import ops).
+    """
     begin_immediate(conn)
     try:
         restorer = Restorer(conn)
@@ -325,7 +329,7 @@ def restore(conn, source, *, on_record=None) -> dict:
             raise _type("the stream ends without a footer (empty or truncated)")
         basis = restorer.cat.latest_tx()
         conn.execute("DROP TABLE temp.restore_times")
-        report = doctor.check(conn)
+        report = final_check(conn)
         if not report["ok"]:
             raise FormatError(f"the restored database fails doctor: {report['problems']!r}",
                               "the snapshot is inconsistent; nothing was restored")

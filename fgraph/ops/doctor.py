@@ -19,19 +19,19 @@ import re
 import apsw
 import orjson
 
-from fgraph import layout, values
-from fgraph.doctor_support import (EXCISION_KEYS, EXPECTED_FTS, FACT_SCAN, FTS_DRIFT, MAX_LINES, ORPHAN_FILTER,
+from fgraph.core import layout, values
+from fgraph.ops.doctor_support import (EXCISION_KEYS, EXPECTED_FTS, FACT_SCAN, FTS_DRIFT, MAX_LINES, ORPHAN_FILTER,
                                    ORPHANS, REPORT_KEYS, UUID_RE, VALID_TX, CanonicalParser, _BlobCheck,
                                    _IntegrityThread, _json_check, _key, _subsequence, _uuid, _well_formed,
                                    integrity_rows)
-from fgraph.errors import FgraphError, FormatError, ReadOnly, ValueTypeError
-from fgraph.genesis import (A_AT, A_BY, A_DIMS, A_EXCISED, A_IMPORTED_AT, A_MANY, A_META, A_SHAPE, A_SHAPE_ALLOWED,
+from fgraph.core.errors import FgraphError, FormatError, ReadOnly, ValueTypeError
+from fgraph.core.genesis import (A_AT, A_BY, A_DIMS, A_EXCISED, A_IMPORTED_AT, A_MANY, A_META, A_SHAPE, A_SHAPE_ALLOWED,
                             A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_SOURCE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX,
                             genesis_event, system_identities)
-from fgraph.identity import GENESIS_EVENT, anonymous_eid, uuid_to_gid
-from fgraph.plan import ATTRIBUTE_RE, TYPE_TAGS
-from fgraph.snapshot import logical_digest
-from fgraph.transact import begin_immediate
+from fgraph.core.identity import GENESIS_EVENT, anonymous_eid, uuid_to_gid
+from fgraph.core.plan import ATTRIBUTE_RE, TYPE_TAGS
+from fgraph.streams.snapshot import logical_digest
+from fgraph.core.transact import begin_immediate
 
 
 class _Doctor:

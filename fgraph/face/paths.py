@@ -16,7 +16,7 @@ import os
 import struct
 from collections.abc import Mapping
 
-from fgraph.errors import FormatError
+from fgraph.core.errors import FormatError
 
 DEFAULT_PATH = "facts.fgraph"
 LEGACY_PATH = "fgraph.db"

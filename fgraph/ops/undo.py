@@ -6,11 +6,11 @@ re-assertions and a value re-asserted independently after T is left alone.
 
 from __future__ import annotations
 
-from fgraph import values
-from fgraph.errors import NotFound, Unsupported, ValueTypeError
-from fgraph.genesis import A_UNDOES
-from fgraph.transact import Request
-from fgraph.values import Value
+from fgraph.core import values
+from fgraph.core.errors import NotFound, Unsupported, ValueTypeError
+from fgraph.core.genesis import A_UNDOES
+from fgraph.core.transact import Request
+from fgraph.core.values import Value
 
 
 def undo_request(target, *, by=None, operation_id=None, if_basis_tx=None) -> Request:

@@ -9,8 +9,8 @@ import json
 
 import apsw
 
-from fgraph.canonical import dumps
-from fgraph.identity import GENESIS_EVENT, GENESIS_TX, uuid_to_gid
+from fgraph.core.canonical import dumps
+from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX, uuid_to_gid
 
 FIRST_APP_ID = 65
 A_AT, A_BY, A_SOURCE, A_META, A_MANY, A_UNIQUE, A_NOHISTORY, A_TYPE, A_DIMS, A_DOC = range(1, 11)

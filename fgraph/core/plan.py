@@ -10,12 +10,12 @@ from __future__ import annotations
 import itertools
 import re
 
-from fgraph import values
-from fgraph.catalog import Catalog
-from fgraph.constraints import TYPE_TAGS, Constraints
-from fgraph.errors import Conflict, NotFound, SchemaError, Unsupported, ValueTypeError
-from fgraph.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX, system_names)
-from fgraph.values import RefWire, Value
+from fgraph.core import values
+from fgraph.core.catalog import Catalog
+from fgraph.core.constraints import TYPE_TAGS, Constraints
+from fgraph.core.errors import Conflict, NotFound, SchemaError, Unsupported, ValueTypeError
+from fgraph.core.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX, system_names)
+from fgraph.core.values import RefWire, Value
 
 ATTRIBUTE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*$")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -177,7 +177,7 @@ class Planner(Constraints):
                              'use a name, a positive id, ["attr", value], {"tmp": "t"} or {"eid": "uuid"}')
 
     def eid(self, text):
-        from fgraph.identity import check_event_uuid, uuid_to_gid
+        from fgraph.core.identity import check_event_uuid, uuid_to_gid
         check_event_uuid(text, "eid")
         if text in self.eid_overrides:
             return self.eid_overrides[text]
