@@ -15,6 +15,7 @@ import pytest
 import fgraph
 from fgraph.face import cli
 from fgraph.core import connection
+from fgraph.core.rows import Rows
 from fgraph.ops import scrub
 from tests.conftest import stepping_clock
 
@@ -127,7 +128,7 @@ def test_optimise_fts_drops_the_words_of_deleted_rows(tmp_path):
         assert conn.execute("SELECT count(*) FROM fgraph_fts WHERE fgraph_fts MATCH 'zqxcanaryword'").fetchone() == (0,)
         assert fts_blocks_with(conn, "zqxcanaryword") > 0  # unreachable, but still in an index segment
         conn.execute("BEGIN IMMEDIATE")
-        scrub.optimise_fts(conn)
+        Rows(conn).optimize_fts()
         conn.execute("COMMIT")
         assert fts_blocks_with(conn, "zqxcanaryword") == 0
         assert db.doctor()["ok"] is True

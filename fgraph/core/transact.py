@@ -15,12 +15,12 @@ from fgraph.core.errors import Conflict, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.plan import NewIdent, Planner, SchemaCache
+from fgraph.core.rows import Rows
 from fgraph.core.values import Value
 
 UNSET = object()
 MAX_EVENT_BYTES = 8 * 1048576 + 65536
 FORBIDDEN_TX_KEYS = ("id", "fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta")
-FTS_TAGS = (values.TAG_TEXT, values.TAG_LONG_TEXT)
 
 
 def check_operation_id(operation_id) -> None:
@@ -200,6 +200,7 @@ class Commit:
     def __init__(self, conn, cat: Catalog, planner: Planner, delta, latest: int, head: WriterHead | None = None):
         self.conn, self.cat, self.planner, self.delta, self.latest = conn, cat, planner, delta, latest
         self.head = head
+        self.rows = Rows(conn)
 
     def resolve(self, handle) -> int:
         return handle.id if isinstance(handle, NewIdent) else handle
@@ -268,8 +269,7 @@ class Commit:
             retracted_rows.append((fact_id, e, a, value, fact_tx))
         self.retract_rows(retracted_rows, tx.id)
         try:
-            self.conn.executemany(
-                "INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, ?, ?, ?)",
+            self.rows.identities(
                 [(i.id, i.key if i.kind == "name" else None, None if i.kind == "name" else i.gid, tx.id)
                  for i in delta.new + [tx]])
         except apsw.ConstraintError:
@@ -295,10 +295,8 @@ class Commit:
         if len(encoded) > MAX_EVENT_BYTES:
             raise TooLarge(f"the transaction's event is {len(encoded)} bytes, over the {MAX_EVENT_BYTES}-byte cap",
                            "split the write into smaller transactions")
-        self.conn.execute(
-            "INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) VALUES (?, ?, ?, ?, ?)",
-            (tx.id, hashlib.sha256(encoded).digest(), text, request.operation_id, req_hash))
-        self.conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'next_id'", (tx.id + 1,))
+        self.rows.event(tx.id, text, hashlib.sha256(encoded).digest(), request.operation_id, req_hash)
+        self.rows.next_id(tx.id + 1)
         ids = {i.key: i.id for i in delta.new if i.kind == "name" and "/" not in i.key}
         ids.update({i.key: i.id for i in delta.new if i.kind == "tmp"})
         return {
@@ -313,37 +311,17 @@ class Commit:
         return values.render(value.t, value.v, value.blob, ref)
 
     def insert_fact(self, e: int, a: int, value: Value, tx: int):
-        conn = self.conn
-        if value.t in values.INDIRECT_TAGS and value.blob is not None:
-            conn.execute("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)", (value.v, value.blob))
-        conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, ?, ?, NULL)",
-                     (e, a, value.v, value.t, tx))
-        fact_id = conn.last_insert_rowid()
-        if value.t in FTS_TAGS:
-            text = value.v if value.t == values.TAG_TEXT else value.blob
-            conn.execute("INSERT INTO fgraph_fts (rowid, text) VALUES (?, ?)", (fact_id, text))
-        return fact_id, e, a, value
+        return self.rows.fact(e, a, value.v, value.t, value.blob, tx), e, a, value
 
     def retract_rows(self, rows, tx: int) -> None:
-        conn = self.conn
         nohistory = {}
         freed = set()
         for fact_id, e, a, value, _ in rows:
             if a not in nohistory:
                 nohistory[a] = self.planner.nohistory(a)
-            if nohistory[a]:
-                conn.execute("DELETE FROM fgraph_facts WHERE id = ?", (fact_id,))
-                if value.t in values.INDIRECT_TAGS:
-                    freed.add(value.v)
-            else:
-                conn.execute("UPDATE fgraph_facts SET rx = ? WHERE id = ?", (tx, fact_id))
-            if value.t in FTS_TAGS:
-                conn.execute("DELETE FROM fgraph_fts WHERE rowid = ?", (fact_id,))
-        for key in freed:
-            # No index leads with v for indirect tags; seek (a, t, v) once per attribute name instead.
-            conn.execute("DELETE FROM fgraph_blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM fgraph_facts "
-                         "WHERE a IN (SELECT id FROM fgraph_ids WHERE name GLOB '*/*') AND t IN (7, 8, 9) AND v = ?)",
-                         (key, key))
+            freed.add(self.rows.retract(fact_id, value.v, value.t, tx, delete=nohistory[a]))
+        freed.discard(None)
+        self.rows.free_blobs(freed)
 
     def rendered_fact(self, fact_id, e, a, value, tx, rx) -> dict:
         return {"a": self.cat.name_of(a) if a not in self.new_by_id else self.new_by_id[a].key,

@@ -32,6 +32,7 @@ from fgraph.core.identity import GENESIS_EVENT, anonymous_eid, uuid_to_gid
 from fgraph.core.plan import ATTRIBUTE_RE, TYPE_TAGS
 from fgraph.streams.snapshot import logical_digest
 from fgraph.core.transact import begin_immediate
+from fgraph.core.rows import Rows
 
 
 class _Doctor:
@@ -531,10 +532,11 @@ def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | Non
         if fatal:
             raise FormatError(f"doctor found non-rebuildable format problems {fatal!r}",
                               "restore from a verified backup (`fgraph restore-backup`) or a snapshot")
-        conn.execute("DELETE FROM fgraph_fts")
-        conn.execute(f"INSERT INTO fgraph_fts (rowid, text) {EXPECTED_FTS} ORDER BY f.id")
+        writer = Rows(conn)
+        writer.clear_fts()
+        writer.index_texts(f"{EXPECTED_FTS} ORDER BY f.id")
         rebuilt = conn.changes()
-        conn.execute(f"DELETE FROM fgraph_blobs WHERE {ORPHAN_FILTER}")
+        writer.delete_blobs_where(ORPHAN_FILTER)
         removed = conn.changes()
         conn.execute("ANALYZE")
         after = check(conn, expect_digest=expect_digest)

@@ -12,7 +12,6 @@ completes it.
 
 from __future__ import annotations
 
-import hashlib
 
 from fgraph.ops import scrub
 from fgraph.core import values
@@ -22,8 +21,9 @@ from fgraph.core.errors import Conflict, NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
 from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.plan import INT64_MAX, INT64_MIN
+from fgraph.core.rows import Rows, event_hash
 from fgraph.core.transact import (Request, already_applied_report, begin_immediate, check_if_basis_tx,
-                             check_operation_id)
+                                  check_operation_id)
 
 ROW_COLUMNS = "id, e, a, v, t, tx, rx"
 
@@ -136,28 +136,18 @@ def _write(conn, cat: Catalog, x: int, latest: int, operation_id, req_hash, cloc
         if t in values.INDIRECT_TAGS:
             freed.add(v)
     redact |= _mentioning_events(conn, selector)
-    ids = [r[0] for r in rows]
-    conn.executemany("DELETE FROM fgraph_facts WHERE id = ?", [(i,) for i in ids])
-    conn.executemany("DELETE FROM fgraph_fts WHERE rowid = ?",
-                     [(r[0],) for r in rows if r[4] in (values.TAG_TEXT, values.TAG_LONG_TEXT)])
-    for key in freed:
-        conn.execute("DELETE FROM fgraph_blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM fgraph_facts "
-                     "WHERE a IN (SELECT id FROM fgraph_ids WHERE name GLOB '*/*') AND t IN (7, 8, 9) AND v = ?)",
-                     (key, key))
-    conn.executemany("UPDATE fgraph_events SET event_data = NULL WHERE tx = ?", [(t,) for t in sorted(redact)])
+    writer = Rows(conn)
+    writer.free_blobs(writer.delete_facts((r[0], r[3], r[4]) for r in rows))
+    writer.redact_events(sorted(redact))
     redacts = sorted(gid_to_uuid(cat.gid_of(t)) for t in redact)
-    conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, 5, ?, NULL)", (tx, A_AT, at, tx))
-    at_id = conn.last_insert_rowid()
-    conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, 0, ?, NULL)", (tx, A_EXCISED, x, tx))
-    excised_id = conn.last_insert_rowid()
-    conn.execute("INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, NULL, ?, ?)",
-                 (tx, uuid_to_gid(event), tx))
+    at_id = writer.fact(tx, A_AT, at, values.TAG_INSTANT, None, tx)
+    excised_id = writer.fact(tx, A_EXCISED, x, values.TAG_REF, None, tx)
+    writer.identities([(tx, None, uuid_to_gid(event), tx)])
     text = dumps({"asserted": [], "at": at, "created": [], "event": event, "fgraph": "event/1", "redacted": True,
                   "redacts": redacts, "retracted": []})
-    conn.execute("INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) "
-                 "VALUES (?, ?, ?, ?, ?)", (tx, hashlib.sha256(text.encode()).digest(), text, operation_id, req_hash))
-    conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'next_id'", (tx + 1,))
-    scrub.optimise_fts(conn)
+    writer.event(tx, text, event_hash(text), operation_id, req_hash)
+    writer.next_id(tx + 1)
+    writer.optimize_fts()
     return {"asserted": [
         {"a": "fgraph/at", "e": tx, "id": at_id, "rx": None, "tx": tx, "v": {"instant": values.format_instant(at)}},
         {"a": "fgraph/excised", "e": tx, "id": excised_id, "rx": None, "tx": tx, "v": {"ref": local(x)}}],

@@ -24,11 +24,6 @@ def enable_secure_delete(conn) -> None:
     conn.execute("PRAGMA secure_delete = ON")
 
 
-def optimise_fts(conn) -> None:
-    """Merge every FTS5 segment, dropping the entries of deleted rows (inside the write transaction)."""
-    conn.execute("INSERT INTO fgraph_fts (fgraph_fts) VALUES ('optimize')")
-
-
 def marker_path(path: str) -> str:
     return path + ".scrub-pending"
 

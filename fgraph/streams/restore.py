@@ -18,10 +18,11 @@ from fgraph.streams.apply import MAX_EVENT_BYTES, iter_lines
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
-from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, genesis_event
-from fgraph.core.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
+from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, GENESIS_AT_FACT, genesis_event
+from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.plan import check_attribute_name, check_name
-from fgraph.core.transact import FTS_TAGS, begin_immediate, check_operation_id
+from fgraph.core.rows import Rows
+from fgraph.core.transact import begin_immediate, check_operation_id
 from fgraph.core.values import RefWire
 
 MAX_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
@@ -47,6 +48,7 @@ class Restorer:
     def __init__(self, conn):
         self.conn = conn
         self.cat = Catalog(conn)
+        self.rows = Rows(conn)
         self.digest = hashlib.sha256()
         self.header = None
         self.receipts = 0
@@ -86,10 +88,7 @@ class Restorer:
             raise Conflict("the destination is not pristine", "restore only into a new, empty database")
         self.header = header
         event = genesis_event(created_at)
-        self.conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'created_at'", (created_at,))
-        self.conn.execute("UPDATE fgraph_facts SET v = ? WHERE id = 1", (created_at,))
-        self.conn.execute("UPDATE fgraph_events SET event_data = ?, event_hash = ? WHERE tx = 64",
-                          (event, hashlib.sha256(event.encode("utf-8")).digest()))
+        self.rows.genesis_time(created_at, GENESIS_AT_FACT, GENESIS_TX, event)
 
     def receipt(self, r) -> None:
         if not isinstance(r, dict) or set(r) != RECEIPT_KEYS:
@@ -116,12 +115,10 @@ class Restorer:
         text = None
         if r["event_data"] is not None:
             text = self.check_payload(r, event, origin)
-        self.conn.executemany("INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, ?, ?, ?)",
-                              [(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)])
-        self.conn.execute("INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) "
-                          "VALUES (?, ?, ?, ?, ?)", (tx, bytes.fromhex(r["event_hash"]), text, r["operation_id"],
-                                                     bytes.fromhex(rh) if rh is not None else None))
-        self.conn.execute("UPDATE fgraph_meta SET value = ? WHERE key = 'next_id'", (tx + 1,))
+        self.rows.identities([(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)])
+        self.rows.event(tx, text, bytes.fromhex(r["event_hash"]), r["operation_id"],
+                        bytes.fromhex(rh) if rh is not None else None)
+        self.rows.next_id(tx + 1)
         self.conn.execute("INSERT INTO temp.restore_times (tx, at, origin) VALUES (?, ?, ?)", (tx, at, origin))
         self.receipts += 1
         self.last_event = event
@@ -189,15 +186,7 @@ class Restorer:
         if rx is not None and rx <= tx:
             raise Conflict("snapshot retraction event is not later than the assertion", "the snapshot was altered")
         self.cross_check(f, e, tx, rx)
-        if decoded.t in values.INDIRECT_TAGS:
-            self.conn.execute("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)",
-                              (decoded.v, decoded.blob))
-        self.conn.execute("INSERT INTO fgraph_facts (e, a, v, t, tx, rx) VALUES (?, ?, ?, ?, ?, ?)",
-                          (e, a, decoded.v, decoded.t, tx, rx))
-        if rx is None and decoded.t in FTS_TAGS:
-            text = decoded.v if decoded.t == values.TAG_TEXT else decoded.blob
-            self.conn.execute("INSERT INTO fgraph_fts (rowid, text) VALUES (?, ?)",
-                              (self.conn.last_insert_rowid(), text))
+        self.rows.fact(e, a, decoded.v, decoded.t, decoded.blob, tx, rx)
         self.facts += 1
 
     def resolve(self, sel) -> int:
