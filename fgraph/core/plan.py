@@ -345,15 +345,32 @@ class Planner(Constraints):
         return None
 
     def unique_owner(self, a, key):
-        """The upsert target: the basis owner even if this request retracted the value
-        (published behaviour), else an entity that gained the value earlier in the request."""
+        """Who holds a unique value for upserts and pinned maps (published behaviour): the
+        basis owner even if this request retracted the value, else the first entity the
+        request gave it to, even if the request retracted it again."""
         owner = self.basis_owner(a, key)
         if owner is not None:
             return owner
-        for e in self.owners.get((a, key), ()):
-            if key in self.slot(e, a).present:
-                return e
-        return None
+        found = self.owners.get((a, key))
+        return found[0] if found else None
+
+    def check_pinned(self, entity, m: dict) -> None:
+        """A map whose id pins an entity while one of its unique values belongs to another
+        entity is a Conflict, raised before the map's values are planned."""
+        for key in sorted(k for k in m if k != "id"):
+            if not isinstance(key, str) or not ATTRIBUTE_RE.match(key):
+                continue
+            a = self.named(key, allocate=False)
+            if a is None or not self.schema(a)["unique"]:
+                continue
+            for raw in (m[key] if isinstance(m[key], list) else [m[key]]):
+                if values.is_entity_map(raw):
+                    continue
+                value = self.plain_value(raw, allocate=False)
+                owner = None if value is None else self.unique_owner(a, (value.t, value.v))
+                if owner is not None and owner is not entity and owner != entity:
+                    raise Conflict(f"map id {m['id']!r} pins another entity than the owner of its unique "
+                                   f"{key} value {raw!r}", "omit the id to upsert onto the owner, or change the value")
 
     # -- request items ----------------------------------------------------------
     def plan_data(self, data) -> None:
@@ -382,6 +399,7 @@ class Planner(Constraints):
             if "id" in m:
                 entity = self.entity(m["id"], allocate=True, map_id=True)
                 self.writable(entity)
+                self.check_pinned(entity, m)
             else:
                 entity = self.upsert_target(m) or self._allocate("anon", None)
         self.touched.add(entity)
