@@ -101,15 +101,11 @@ def initialize(conn: apsw.Connection, path: str, clock) -> None:
     """Create the layout and genesis in one write transaction, unless another process won."""
     from fgraph.core import genesis
     from fgraph.core.identity import make_clock, read_clock
+    from fgraph.core.txn import write_transaction
 
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         if classify(conn, path) == EMPTY:
             conn.execute(ddl_text())
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {USER_VERSION}")
             genesis.write_genesis(conn, read_clock(make_clock(clock)))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

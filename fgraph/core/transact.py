@@ -16,6 +16,7 @@ from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.plan import NewIdent, Planner, SchemaCache
 from fgraph.core.rows import Rows
+from fgraph.core.txn import write_transaction
 from fgraph.core.values import Value
 
 UNSET = object()
@@ -41,17 +42,6 @@ def check_if_basis_tx(if_basis_tx) -> None:
             or if_basis_tx > 2**63 - 1:
         raise ValueTypeError(f"if_basis_tx {if_basis_tx!r} must be a transaction id (an integer >= 64)",
                              "pass the basis_tx of your last read")
-
-
-def begin_immediate(conn: apsw.Connection) -> None:
-    if not conn.getautocommit():
-        raise Conflict("this connection is still inside a read: a snapshot or event iterator was left unfinished",
-                       "finish or close() that iterator before writing, or write through another connection")
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except (apsw.BusyError, apsw.LockedError):
-        raise Conflict("the database is locked by another writer",
-                       "retry in a moment; only one process can write at a time") from None
 
 
 class WriterHead(NamedTuple):
@@ -128,31 +118,20 @@ class Request:
 def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int],
              event_factory: Callable[[int], str], schema_cache: SchemaCache | None = None,
              identity_cache: IdentityCache | None = None, planner_hook=None) -> dict:
-    """Run one request in its own BEGIN IMMEDIATE … COMMIT and return its report."""
+    """Run one request in its own write transaction and return its report."""
     req_hash = request.request_hash()
     schema_cache = schema_cache if schema_cache is not None else SchemaCache()
     identity_cache = identity_cache if identity_cache is not None else IdentityCache()
-    begin_immediate(conn)
-    try:
+    with write_transaction(conn, schema_cache, identity_cache) as txn:
         schema_cache.validate(conn)
         report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory,
                                     schema_cache=schema_cache, identity_cache=identity_cache,
                                     planner_hook=planner_hook)
-        conn.execute("COMMIT" if report["status"] == "applied" else "ROLLBACK")
-        if report["status"] == "applied":
-            schema_cache.head = WriterHead(report["tx"], report["at"], report["tx"] + 1, conn.total_changes())
-        return report
-    except BaseException:
-        abandon(conn, schema_cache, identity_cache)
-        raise
-
-
-def abandon(conn, *caches) -> None:
-    """Roll back an open write transaction and forget what the caches learned inside it."""
-    for cache in caches:
-        cache.clear()
-    if not conn.getautocommit():
-        conn.execute("ROLLBACK")
+        if report["status"] != "applied":
+            txn.discard()
+    if report["status"] == "applied":
+        schema_cache.head = WriterHead(report["tx"], report["at"], report["tx"] + 1, conn.total_changes())
+    return report
 
 
 def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,

@@ -26,6 +26,7 @@ from fgraph.core import connection, layout
 from fgraph.ops import doctor
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound
 from fgraph.streams.snapshot import logical_digest
+from fgraph.core.txn import read_transaction
 
 SIDECARS = ("", "-journal", "-wal", "-shm")
 BUSY_RETRIES = 20
@@ -142,14 +143,13 @@ def verify_copy(path: str, what: str) -> dict:
     """Full doctor, basis and logical digest of a copy, all in one read transaction."""
     conn = _open_copy(path)
     try:
-        conn.execute("BEGIN")
-        report = doctor.check(conn, second_handle=lambda: _open_copy(path))
-        if not report["ok"]:
-            raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
-                              "nothing was published; run `fgraph doctor` on the source and repair or restore it")
-        basis = conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
-        digest = logical_digest(conn)
-        conn.execute("COMMIT")
+        with read_transaction(conn):
+            report = doctor.check(conn, second_handle=lambda: _open_copy(path))
+            if not report["ok"]:
+                raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
+                                  "nothing was published; run `fgraph doctor` on the source and repair or restore it")
+            basis = conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
+            digest = logical_digest(conn)
         return {"basis_tx": basis, "digest": digest}
     finally:
         conn.close()

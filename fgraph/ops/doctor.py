@@ -31,7 +31,7 @@ from fgraph.core.genesis import (A_AT, A_BY, A_DIMS, A_EXCISED, A_IMPORTED_AT, A
 from fgraph.core.identity import GENESIS_EVENT, anonymous_eid, uuid_to_gid
 from fgraph.core.plan import ATTRIBUTE_RE, TYPE_TAGS
 from fgraph.streams.snapshot import logical_digest
-from fgraph.core.transact import begin_immediate
+from fgraph.core.txn import read_transaction, write_transaction
 from fgraph.core.rows import Rows
 
 
@@ -480,24 +480,16 @@ def check(conn: apsw.Connection, *, expect_digest: str | None = None, second_han
     physical integrity check then runs on it in a thread while the logical checks run here.
     """
     expected = None if expect_digest is None else normalise_digest(expect_digest)
-    own = conn.getautocommit()
-    if own:
-        conn.execute("BEGIN")
-    parallel = None
-    if second_handle is not None:
-        parallel = _IntegrityThread(second_handle)
-        parallel.start()
-    try:
-        return _Doctor(conn).run(expected, parallel)
-    finally:
-        if parallel is not None:
-            parallel.join()
-        if own and not conn.getautocommit():
-            try:
-                conn.execute("COMMIT")
-            except apsw.Error:  # a damaged file can fail even here; nothing was written
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
+    with read_transaction(conn):
+        parallel = None
+        if second_handle is not None:
+            parallel = _IntegrityThread(second_handle)
+            parallel.start()
+        try:
+            return _Doctor(conn).run(expected, parallel)
+        finally:
+            if parallel is not None:
+                parallel.join()
 
 
 SCRUB_PENDING = "excision scrub pending"
@@ -525,8 +517,7 @@ def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | Non
         return check(conn, expect_digest=expect_digest, second_handle=second_handle)
     if conn.readonly("main") or conn.execute("PRAGMA query_only").fetchone()[0]:
         raise ReadOnly("doctor --repair needs a writable database", "open it writable (not read-only)")
-    begin_immediate(conn)
-    try:
+    with write_transaction(conn):
         before = check(conn)
         fatal = [p for p in before["problems"] if not is_repairable(p)]
         if fatal:
@@ -544,12 +535,7 @@ def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | Non
             raise FormatError(f"the repair did not leave a sound file {after['problems']!r}",
                               "restore from a verified backup")
         after.update(repaired=True, fts_rows_rebuilt=rebuilt, orphaned_blobs_removed=removed)
-        conn.execute("COMMIT")
-        return after
-    except BaseException:
-        if not conn.getautocommit():
-            conn.execute("ROLLBACK")
-        raise
+    return after
 
 
 ADVICE_REPAIR = "repairable: run `fgraph --db PATH doctor --repair`"

@@ -22,7 +22,8 @@ from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
 from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.plan import INT64_MAX, INT64_MIN
 from fgraph.core.rows import Rows, event_hash
-from fgraph.core.transact import (Request, already_applied_report, begin_immediate, check_if_basis_tx,
+from fgraph.core.txn import write_transaction
+from fgraph.core.transact import (Request, already_applied_report, check_if_basis_tx,
                                   check_operation_id)
 
 ROW_COLUMNS = "id, e, a, v, t, tx, rx"
@@ -91,8 +92,7 @@ def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, 
     request = excise_request(ref, operation_id, if_basis_tx)
     req_hash = request.request_hash()
     scrub.enable_secure_delete(conn)
-    begin_immediate(conn)
-    try:
+    with write_transaction(conn) as txn:
         cat = Catalog(conn)
         latest = cat.latest_tx()
         if operation_id is not None:
@@ -101,18 +101,13 @@ def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, 
                 if found[1] != req_hash:
                     raise Conflict(f"operation_id {operation_id!r} was already used for another request",
                                    "use a new operation_id for a different request")
-                conn.execute("ROLLBACK")
+                txn.discard()
                 return already_applied_report(cat, found[0])
         if if_basis_tx is not None and if_basis_tx != latest:
             raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
                            "refresh state and retry the excision")
         x = _target(cat, ref)
         report = _write(conn, cat, x, latest, operation_id, req_hash, clock, event_factory)
-        conn.execute("COMMIT")
-    except BaseException:
-        if not conn.getautocommit():
-            conn.execute("ROLLBACK")
-        raise
     report["scrub"] = scrub.scrub(conn, path, report["tx"])
     return report
 

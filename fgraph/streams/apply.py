@@ -17,7 +17,8 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.plan import check_attribute_name, check_name
-from fgraph.core.transact import UNSET, Request, abandon, already_applied_report, run_in_transaction
+from fgraph.core.transact import UNSET, Request, already_applied_report, run_in_transaction
+from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire, Value
 
 MAX_EVENT_BYTES = 8 * 1048576 + 65536
@@ -243,12 +244,9 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
     transaction is rolled back at the end: conflicting events are counted and listed
     instead of aborting, and receiver values the stream would supersede are listed.
     """
-    from fgraph.core.transact import begin_immediate
-
     summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
     dry = DryRun(0) if dry_run else None
-    begin_immediate(conn)
-    try:
+    with write_transaction(conn, schema_cache, identity_cache) as txn:
         schema_cache.validate(conn)
         if dry is not None:
             dry.initial_basis = Catalog(conn).latest_tx()
@@ -274,15 +272,12 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
                 on_report(report)
         summary["basis_tx"] = Catalog(conn).latest_tx()
         if dry is not None:
-            conn.execute("ROLLBACK")
-            schema_cache.clear()
-            identity_cache.clear()
-            return dry.summary(summary)
-        conn.execute("COMMIT")
-        return summary
-    except BaseException:
-        abandon(conn, schema_cache, identity_cache)
-        raise
+            txn.discard()
+    if dry is not None:
+        schema_cache.clear()
+        identity_cache.clear()
+        return dry.summary(summary)
+    return summary
 
 
 class DryRun:

@@ -22,7 +22,8 @@ from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_
 from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.plan import check_attribute_name, check_name
 from fgraph.core.rows import Rows
-from fgraph.core.transact import begin_immediate, check_operation_id
+from fgraph.core.transact import check_operation_id
+from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire
 
 MAX_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
@@ -292,8 +293,7 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
     ``final_check(conn)`` runs inside the write transaction before COMMIT and returns a
     doctor report: the caller passes ops' full doctor (streams may not import ops).
     """
-    begin_immediate(conn)
-    try:
+    with write_transaction(conn):
         restorer = Restorer(conn)
         done = False
         for number, line in iter_lines(source, max_bytes=MAX_LINE_BYTES):
@@ -322,9 +322,4 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
         if not report["ok"]:
             raise FormatError(f"the restored database fails doctor: {report['problems']!r}",
                               "the snapshot is inconsistent; nothing was restored")
-        conn.execute("COMMIT")
-        return {"basis_tx": basis, "ok": True}
-    except BaseException:
-        if not conn.getautocommit():
-            conn.execute("ROLLBACK")
-        raise
+    return {"basis_tx": basis, "ok": True}

@@ -15,6 +15,7 @@ from fgraph.core import values
 from fgraph.core.canonical import dumps
 from fgraph.core.catalog import Catalog
 from fgraph.core.identity import GENESIS_EVENT, gid_to_uuid
+from fgraph.core.txn import read_transaction
 
 SELECTOR_CACHE = 8192
 
@@ -51,14 +52,8 @@ def _receipt_line(tx, event_hash, event_data, operation_id, request_hash, at, or
 
 def iter_snapshot(conn, basis: int | None = None) -> Iterator[str]:
     """Canonical snapshot lines (without LF) at ``basis`` (default: the latest transaction)."""
-    own_transaction = conn.getautocommit()
-    if own_transaction:
-        conn.execute("BEGIN")
-    try:
+    with read_transaction(conn):
         yield from _lines(conn, basis)
-    finally:
-        if own_transaction and not conn.getautocommit():
-            conn.execute("COMMIT")
 
 
 def _lines(conn, basis: int | None) -> Iterator[str]:

@@ -1,0 +1,88 @@
+"""The one place transactions are opened: ``write_transaction`` and ``read_transaction``.
+
+Every write (transact, apply, restore, excise, undo, doctor's repair, genesis) runs
+inside ``write_transaction``: ``BEGIN IMMEDIATE`` takes the write lock before any read,
+so the basis a write plans against cannot move under it (spec 03 §9). Leaving the block
+normally commits; ``discard()`` ends it without writing (a no-op, an already-applied
+retry); any exception rolls back and clears the caches handed in, which may have learned
+rows that are now gone.
+
+Reads that must see one consistent state across several queries (snapshot, doctor,
+backup's verification) run inside ``read_transaction``, which joins a transaction the
+caller already holds instead of nesting one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import apsw
+
+from fgraph.core.errors import Conflict
+
+
+class WriteTransaction:
+    """The handle of an open write transaction."""
+
+    __slots__ = ("conn", "discarded")
+
+    def __init__(self, conn: apsw.Connection):
+        self.conn = conn
+        self.discarded = False
+
+    def discard(self) -> None:
+        """End the transaction without writing anything when the block is left."""
+        self.discarded = True
+
+
+@contextlib.contextmanager
+def write_transaction(conn: apsw.Connection, *caches) -> Iterator[WriteTransaction]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; ROLLBACK (and ``cache.clear()``) on any exception."""
+    if not conn.getautocommit():
+        raise Conflict("this connection is still inside a read: a snapshot or event iterator was left unfinished",
+                       "finish or close() that iterator before writing, or write through another connection")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except (apsw.BusyError, apsw.LockedError):
+        raise Conflict("the database is locked by another writer",
+                       "retry in a moment; only one process can write at a time") from None
+    handle = WriteTransaction(conn)
+    try:
+        yield handle
+    except BaseException:
+        for cache in caches:
+            cache.clear()
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    if not conn.getautocommit():
+        try:
+            conn.execute("ROLLBACK" if handle.discarded else "COMMIT")
+        except BaseException:
+            for cache in caches:
+                cache.clear()
+            if not conn.getautocommit():
+                conn.execute("ROLLBACK")
+            raise
+
+
+@contextlib.contextmanager
+def read_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """One consistent read; joins the caller's transaction if one is open.
+
+    A read that ends by an exception still ends its transaction; if even that fails (a
+    damaged file can fail at COMMIT), it rolls back: a read has nothing to lose.
+    """
+    own = conn.getautocommit()
+    if own:
+        conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if own and not conn.getautocommit():
+            try:
+                conn.execute("COMMIT")
+            except apsw.Error:
+                if not conn.getautocommit():
+                    conn.execute("ROLLBACK")
