@@ -270,3 +270,57 @@ def test_doctor_reports_a_pending_scrub_and_repair_finishes_it(tmp_path):
     db.close()
     with open(path, "rb") as handle:
         assert hits(handle.read(), canaries) == []
+
+
+KILL_AFTER_COMMIT = """
+import os, sys
+import fgraph
+from fgraph.ops import scrub
+scrub.scrub = lambda *args, **kwargs: os._exit(9)   # die right after the excision's COMMIT
+db = fgraph.connect(sys.argv[1])
+db.excise("victim", operation_id="erase", if_basis_tx=int(sys.argv[2]))
+"""
+
+
+def file_hits(path: str, canaries: dict) -> list:
+    found = []
+    for name in glob.glob(path + "*"):
+        with open(name, "rb") as handle:
+            found += hits(handle.read(), canaries)
+    return found
+
+
+@pytest.mark.parametrize("finish", ["retry", "repair"])
+def test_an_excision_killed_after_commit_owes_its_scrub(tmp_path, finish):
+    """Issue 11 item 10: the scrub is owed durably before COMMIT. A process that dies right after
+    COMMIT leaves the erased bytes on disk, but doctor exits 1 until a retry of the same
+    operation (or doctor --repair) finishes the scrub."""
+    import json
+    import subprocess
+    import sys
+    path = str(tmp_path / "killed.db")
+    db = fgraph.connect(path)
+    canaries = make_canaries()
+    plant(db, canaries, random.Random(11))
+    basis = db.latest_tx()
+    db.close()
+    died = subprocess.run([sys.executable, "-c", KILL_AFTER_COMMIT, path, str(basis)], capture_output=True)
+    assert died.returncode == 9, died.stderr
+    assert file_hits(path, canaries), "the control: without its scrub the erased bytes are still on disk"
+    assert scrub.pending(path) is not None
+    exe = os.path.join(os.path.dirname(sys.executable), "fgraph")
+    doctor = subprocess.run([exe, "--db", path, "--json", "doctor"], capture_output=True)
+    assert doctor.returncode == 1, doctor.stdout
+    assert any(p.startswith("excision scrub pending") for p in json.loads(doctor.stdout)["problems"])
+    if finish == "retry":
+        again = subprocess.run([exe, "--db", path, "--json", "excise", "victim", "--operation-id", "erase",
+                                "--if-basis-tx", str(basis)], capture_output=True)
+        assert again.returncode == 0, again.stderr
+        report = json.loads(again.stdout)
+        assert report["status"] == "already_applied" and report["scrub"]["complete"] is True
+    else:
+        repaired = subprocess.run([exe, "--db", path, "--json", "doctor", "--repair"], capture_output=True)
+        assert repaired.returncode == 0, repaired.stdout
+    assert scrub.pending(path) is None
+    assert file_hits(path, canaries) == []
+    assert subprocess.run([exe, "--db", path, "doctor"], capture_output=True).returncode == 0

@@ -95,19 +95,22 @@ def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, 
     with write_transaction(conn) as txn:
         cat = Catalog(conn)
         latest = cat.latest_tx()
-        if operation_id is not None:
-            found = cat.operation(operation_id)
-            if found is not None:
-                if found[1] != req_hash:
-                    raise Conflict(f"operation_id {operation_id!r} was already used for another request",
-                                   "use a new operation_id for a different request")
-                txn.discard()
-                return already_applied_report(cat, found[0])
-        if if_basis_tx is not None and if_basis_tx != latest:
-            raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
-                           "refresh state and retry the excision")
-        x = _target(cat, ref)
-        report = _write(conn, cat, x, latest, operation_id, req_hash, clock, event_factory)
+        found = cat.operation(operation_id) if operation_id is not None else None
+        if found is not None:
+            if found[1] != req_hash:
+                raise Conflict(f"operation_id {operation_id!r} was already used for another request",
+                               "use a new operation_id for a different request")
+            txn.discard()
+            report = already_applied_report(cat, found[0])
+        else:
+            if if_basis_tx is not None and if_basis_tx != latest:
+                raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
+                               "refresh state and retry the excision")
+            report = _write(conn, cat, _target(cat, ref), latest, operation_id, req_hash, clock, event_factory)
+            scrub.owe(path, report["tx"])
+    if report["status"] == "already_applied" and scrub.pending(path) is None:
+        return report  # a retry after a finished scrub: nothing left to do
+    # A retry whose first attempt died before its scrub finished scrubs now.
     report["scrub"] = scrub.scrub(conn, path, report["tx"])
     return report
 

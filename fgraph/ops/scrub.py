@@ -28,6 +28,29 @@ def marker_path(path: str) -> str:
     return path + ".scrub-pending"
 
 
+def owe(path: str, tx: int) -> None:
+    """Record durably, before the erasing transaction commits, that its scrub is owed.
+
+    Whatever stops the process after COMMIT (kill -9, power loss, a full disk during
+    VACUUM), the marker survives: ``doctor`` reports it (exit 1) and ``doctor --repair``
+    or a retry of the same excision finishes the scrub. A completed scrub removes it.
+    """
+    if path == MEMORY:
+        return
+    marker = marker_path(path)
+    temporary = marker + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump({"tx": tx, "since": time.time()}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, marker)
+    directory = os.open(os.path.dirname(os.path.abspath(marker)), os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
 def pending(path: str) -> dict | None:
     """The unfinished scrub recorded for this database, if any."""
     if path == MEMORY or not os.path.exists(marker_path(path)):
