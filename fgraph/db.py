@@ -10,14 +10,15 @@ from fgraph.streams import apply as _apply, events as _events
 from fgraph.ops import backup as _backup, doctor as _doctor
 from fgraph.core import connection, reads
 from fgraph.streams import snapshot as _snapshot
-from fgraph.ops import excise as _excise, scrub as _scrub, undo as _undo
+from fgraph.ops import excise as _excise, undo as _undo
 from fgraph.streams import restore as _restore
 from fgraph.core import transact as _transact
 from fgraph.core.canonical import loads
 from fgraph.core.catalog import IdentityCache
 from fgraph.core.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
 from fgraph.core.identity import event_factory_from_env, make_clock
-from fgraph.core.plan import TYPE_TAGS, SchemaCache, check_attribute_name
+from fgraph.core.declare import declaration
+from fgraph.core.plan import SchemaCache
 from fgraph.core.transact import UNSET, Request
 
 DEFAULT_PATH = "fgraph.db"
@@ -216,14 +217,12 @@ class Db:
             path = self.path
             second = lambda: connection.open_connection(path, read_only=True)  # noqa: E731
         try:
-            if repair and _scrub.pending(self.path) is not None:
-                _scrub.scrub(self.connection, self.path, None)  # finish an excision's interrupted scrub
-            report = _doctor.run(self.connection, repair, expect_digest=expect_digest, second_handle=second)
+            return _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest,
+                                   second_handle=second)
         finally:
             if repair:
                 self._schema_cache.clear()
                 self._identity_cache.clear()
-        return _doctor.with_pending_scrub(report, _scrub.pending(self.path))
 
     def backup(self, path) -> dict:
         """A verified physical copy at the new ``path``: ``{"basis_tx", "digest", "path"}``."""
@@ -241,26 +240,3 @@ def restore_backup(snapshot, path, *, clock=None, event_factory=None) -> Db:
     """
     _backup.restore_backup(snapshot, path)
     return connect(path, clock=clock, event_factory=event_factory)
-
-
-def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None, doc=None,
-                vector_model=None) -> dict:
-    """The map that ``declare`` transacts (spec 03 §4)."""
-    check_attribute_name(attr)
-    if type is not None and type not in TYPE_TAGS:
-        raise SchemaError(f"attribute {attr!r} has unknown type {type!r}",
-                          "use one of " + ", ".join(sorted(TYPE_TAGS)))
-    data: dict = {"id": attr}
-    if ref:
-        if type is not None and type != "ref":
-            raise SchemaError(f"--ref conflicts with type {type!r}", "declare either a ref or another type")
-        data["fgraph/type"] = "ref"
-    elif type is not None:
-        data["fgraph/type"] = type
-    for key, val in (("fgraph/many", many), ("fgraph/unique", unique), ("fgraph/nohistory", nohistory),
-                     ("fgraph/dims", dims), ("fgraph/doc", doc), ("fgraph/vector-model", vector_model)):
-        if val is not None:
-            data[key] = val
-    if len(data) == 1:
-        raise SchemaError(f"nothing to declare for {attr!r}", "pass at least one of type, many, unique, ...")
-    return data

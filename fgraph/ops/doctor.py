@@ -33,6 +33,7 @@ from fgraph.core.plan import ATTRIBUTE_RE, TYPE_TAGS
 from fgraph.streams.snapshot import logical_digest
 from fgraph.core.txn import read_transaction, write_transaction
 from fgraph.core.rows import Rows
+from fgraph.ops import scrub
 
 
 class _Doctor:
@@ -508,6 +509,16 @@ def with_pending_scrub(report: dict, pending: dict | None) -> dict:
         f"{SCRUB_PENDING} since transaction {pending.get('tx')}: erased bytes may remain in the file or its WAL"]
     report.update(ok=False, repair_needed=True)
     return report
+
+
+def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_digest: str | None = None,
+            second_handle=None) -> dict:
+    """``run`` for a database file: a repair first finishes an excision's owed scrub, and a scrub
+    still owed afterwards is a repairable problem of the report."""
+    if repair and scrub.pending(path) is not None:
+        scrub.scrub(conn, path, None)
+    report = run(conn, repair, expect_digest=expect_digest, second_handle=second_handle)
+    return with_pending_scrub(report, scrub.pending(path))
 
 
 def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | None = None,
