@@ -28,11 +28,10 @@ from json.encoder import encode_basestring
 import orjson
 
 from .errors import TooLarge, ValueTypeError
+from fgraph.core.limits import INT64_MAX, INT64_MIN
 
 MAX_DOCUMENT_DEPTH = 80
 MAX_JSON_VALUE_DEPTH = 64
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 
 _SORT = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
          | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS)

@@ -14,8 +14,8 @@ import apsw
 
 from fgraph.core import layout
 from fgraph.core.errors import FormatError, NotFound, ReadOnly
+from fgraph.core.limits import MEMORY
 
-MEMORY = ":memory:"
 BUSY_TIMEOUT_MS = 5000
 
 

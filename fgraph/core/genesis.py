@@ -9,11 +9,11 @@ import json
 import apsw
 
 from fgraph.core.canonical import dumps
-from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX, uuid_to_gid
+from fgraph.core.identity import GENESIS_EVENT, uuid_to_gid
+from fgraph.core.limits import FIRST_APP_ID, GENESIS_TX  # noqa: F401 (re-exported)
 from fgraph.core.rows import Rows, event_hash
 from fgraph.core.values import TAG_BOOL, TAG_INSTANT, TAG_TEXT
 
-FIRST_APP_ID = 65
 GENESIS_AT_FACT = 1   # the fact id of genesis' own fgraph/at (01 §8)
 A_AT, A_BY, A_SOURCE, A_META, A_MANY, A_UNIQUE, A_NOHISTORY, A_TYPE, A_DIMS, A_DOC = range(1, 11)
 A_EXCISED, A_UNDOES, A_IMPORTED_AT, A_VECTOR_MODEL = 11, 12, 13, 14

@@ -15,16 +15,13 @@ import uuid
 from typing import Callable
 
 from fgraph.core.errors import Conflict, ValueTypeError
+from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, UUID_RE  # noqa: F401 (re-exported)
 
-INSTANT_MIN = -62135596800000000
-INSTANT_MAX = 253402300799999999
-GENESIS_TX = 64
 GENESIS_EVENT = "00000000-0000-4000-8000-000000000040"
 TICK = 1_000_000
 
 Clock = Callable[[], int]
 
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 def system_clock() -> int:
@@ -108,7 +105,7 @@ def event_factory_from_env() -> EventFactory:
 
 def check_event_uuid(text: object, what: str = "event UUID") -> str:
     """A canonical lowercase, hyphenated RFC 4122 UUID (variant 10, version 1–5)."""
-    if not isinstance(text, str) or not _UUID_RE.match(text):
+    if not isinstance(text, str) or not UUID_RE.match(text):
         raise ValueTypeError(f"{what} {text!r} is not a canonical UUID",
                              "use lowercase hyphenated RFC 4122 form, version 1-5")
     return text

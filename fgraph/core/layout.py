@@ -14,9 +14,8 @@ import re
 import apsw
 
 from fgraph.core.errors import FormatError
+from fgraph.core.limits import APPLICATION_ID, USER_VERSION
 
-APPLICATION_ID = 1718055521
-USER_VERSION = 2
 FTS_SHADOW_TABLES = frozenset({
     "fgraph_fts_config", "fgraph_fts_content", "fgraph_fts_data",
     "fgraph_fts_docsize", "fgraph_fts_idx",

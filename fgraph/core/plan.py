@@ -16,9 +16,9 @@ from fgraph.core.constraints import TYPE_TAGS, Constraints
 from fgraph.core.errors import Conflict, NotFound, SchemaError, Unsupported, ValueTypeError
 from fgraph.core.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX, system_names)
 from fgraph.core.values import RefWire, Value
+from fgraph.core.limits import INT64_MAX, INT64_MIN, MAX_NAME_BYTES
 
 ATTRIBUTE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*$")
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 OPERATIONS = ("assert", "retract", "cas")
 SCHEMA_ATTRS = frozenset({A_TYPE, A_MANY, A_UNIQUE, A_NOHISTORY, A_DIMS, A_VECTOR_MODEL})
 
@@ -55,7 +55,7 @@ def check_name(name: object, what: str = "name") -> str:
     if not isinstance(name, str):
         raise ValueTypeError(f"{what} {name!r} is not a string", "use a text name or an id")
     size = len(name.encode("utf-8", "surrogatepass"))
-    if not 1 <= size <= 512 or CONTROL_RE.search(name):
+    if not 1 <= size <= MAX_NAME_BYTES or CONTROL_RE.search(name):
         raise ValueTypeError(f"invalid {what} {name!r}",
                              "names are 1-512 UTF-8 bytes without control characters")
     if SURROGATE_RE.search(name):

@@ -18,9 +18,9 @@ from fgraph.core.plan import NewIdent, Planner, SchemaCache
 from fgraph.core.rows import Rows
 from fgraph.core.txn import write_transaction
 from fgraph.core.values import Value
+from fgraph.core.limits import GENESIS_TX, INT64_MAX, MAX_EVENT_BYTES
 
 UNSET = object()
-MAX_EVENT_BYTES = 8 * 1048576 + 65536
 FORBIDDEN_TX_KEYS = ("id", "fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta")
 
 
@@ -38,8 +38,8 @@ def check_operation_id(operation_id) -> None:
 def check_if_basis_tx(if_basis_tx) -> None:
     if if_basis_tx is None:
         return
-    if isinstance(if_basis_tx, bool) or not isinstance(if_basis_tx, int) or if_basis_tx < 64 \
-            or if_basis_tx > 2**63 - 1:
+    if isinstance(if_basis_tx, bool) or not isinstance(if_basis_tx, int) or if_basis_tx < GENESIS_TX \
+            or if_basis_tx > INT64_MAX:
         raise ValueTypeError(f"if_basis_tx {if_basis_tx!r} must be a transaction id (an integer >= 64)",
                              "pass the basis_tx of your last read")
 
@@ -204,7 +204,7 @@ class Commit:
             ident.id = first + offset
         tx = planner.tx
         tx.id = first + len(delta.new)
-        if tx.id > 2**63 - 1:
+        if tx.id > INT64_MAX:
             raise TooLarge("the identity allocator is exhausted", "no more ids can be allocated in this file")
         event = event_uuid or event_factory(tx.id)
         tx.gid = uuid_to_gid(event)

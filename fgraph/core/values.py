@@ -21,6 +21,7 @@ from typing import Callable, NamedTuple
 
 from .canonical import INT64_MAX, INT64_MIN, _int_text, short_repr, MAX_JSON_VALUE_DEPTH, dumps_bytes, exceeds_depth, loads
 from .errors import FormatError, TooLarge, ValueTypeError
+from fgraph.core.limits import INSTANT_MAX, INSTANT_MIN, MAX_VALUE_BYTES
 
 TAG_REF, TAG_BOOL, TAG_INT, TAG_FLOAT, TAG_TEXT, TAG_INSTANT = 0, 1, 2, 3, 4, 5
 TAG_BYTES, TAG_VECTOR, TAG_LONG_TEXT, TAG_LONG_BYTES, TAG_JSON = 6, 7, 8, 9, 10
@@ -30,11 +31,8 @@ _LOGICAL = ("ref", "bool", "int", "float", "text", "instant", "bytes", "vector",
 INDIRECT_TAGS = (TAG_VECTOR, TAG_LONG_TEXT, TAG_LONG_BYTES)
 WRAPPER_KEYS = frozenset(("ref", "instant", "bytes", "vector", "json"))
 
-MAX_VALUE_BYTES = 1048576
 MAX_INLINE_BYTES = 256
 MAX_VECTOR_ELEMENTS = MAX_VALUE_BYTES // 4
-INSTANT_MIN = -62135596800000000  # 0001-01-01T00:00:00Z
-INSTANT_MAX = 253402300799999999  # 9999-12-31T23:59:59.999999Z
 
 _UNIX_ORDINAL = 719163  # date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Mapping
 
 from fgraph.core.errors import FormatError
+from fgraph.core.limits import APPLICATION_ID, USER_VERSION
 
 DEFAULT_PATH = "facts.fgraph"
 LEGACY_PATH = "fgraph.db"
@@ -26,8 +27,6 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
 USER_VERSION_OFFSET = 60
 APPLICATION_ID_OFFSET = 68
-APPLICATION_ID = 1718055521
-USER_VERSION = 2
 WAL_MAGIC_LITTLE, WAL_MAGIC_BIG = 0x377F0682, 0x377F0683
 WAL_HEADER_SIZE, WAL_FRAME_HEADER_SIZE = 32, 24
 

@@ -22,7 +22,7 @@ import orjson
 from fgraph.core import layout, values
 from fgraph.ops.doctor_support import (EXCISION_KEYS, EXPECTED_FTS, FACT_SCAN, FTS_DRIFT, MAX_LINES, ORPHAN_FILTER,
                                    ORPHANS, REPORT_KEYS, UUID_RE, VALID_TX, CanonicalParser, _BlobCheck,
-                                   _IntegrityThread, _json_check, _key, _subsequence, _uuid, _well_formed,
+                                   _IntegrityThread, _json_check, _key, _uuid, _well_formed,
                                    integrity_rows)
 from fgraph.core.errors import FgraphError, FormatError, ReadOnly, ValueTypeError
 from fgraph.core.genesis import (A_AT, A_BY, A_DIMS, A_EXCISED, A_IMPORTED_AT, A_MANY, A_META, A_SHAPE, A_SHAPE_ALLOWED,
@@ -34,6 +34,10 @@ from fgraph.streams.snapshot import logical_digest
 from fgraph.core.txn import read_transaction, write_transaction
 from fgraph.core.rows import Rows
 from fgraph.ops import scrub
+from fgraph.core.limits import GENESIS_TX, INT64_MAX, is_subsequence
+
+
+SCHEMA_ATTRIBUTE_IDS = ", ".join(str(a) for a in (A_MANY, A_UNIQUE, A_TYPE, A_DIMS, A_VECTOR_MODEL))
 
 
 class _Doctor:
@@ -140,7 +144,7 @@ class _Doctor:
         expected, found = max(used) + 1, self.meta.get("next_id")
         if found != expected or isinstance(found, bool):
             self.problems.append(f"next_id: expected {expected}, found {found!r}")
-        elif found >= 2**63 - 1:
+        elif found >= INT64_MAX:
             self.problems.append("identity allocator is exhausted")
         seq = self.one("SELECT seq FROM sqlite_sequence WHERE name = 'fgraph_facts'")
         if seq is None or not isinstance(seq[0], int) or seq[0] < (max_id or 0):
@@ -188,13 +192,13 @@ class _Doctor:
         mismatches = self.one(
             "SELECT count(*) FROM fgraph_events ev LEFT JOIN fgraph_ids i ON i.id = ev.tx WHERE i.id IS NULL "
             f"OR i.gid IS NULL OR i.created_tx <> ev.tx OR NOT ({VALID_TX.format('ev.tx')})")[0]
-        mismatches += self.one("SELECT count(*) FROM fgraph_facts r WHERE r.a = 1 AND r.e = r.tx AND NOT EXISTS "
+        mismatches += self.one(f"SELECT count(*) FROM fgraph_facts r WHERE r.a = {A_AT} AND r.e = r.tx AND NOT EXISTS "
                                "(SELECT 1 FROM fgraph_events ev WHERE ev.tx = r.tx)")[0]
         self.count("transaction event registry mismatches", mismatches)
 
     # -- events: payloads, redactions, created lists, derived eids (one streaming pass) --------
     def events(self) -> None:
-        ids = self.q("SELECT created_tx, id, name, gid FROM fgraph_ids WHERE created_tx > 64 "
+        ids = self.q(f"SELECT created_tx, id, name, gid FROM fgraph_ids WHERE created_tx > {GENESIS_TX} "
                      "ORDER BY created_tx, id")
         pending = next(ids, None)
         self.redacted: list[int] = []
@@ -202,11 +206,11 @@ class _Doctor:
         self.anonymous_bad = self.created_bad = 0
         for tx, event_hash, text, uuid, at, imported, excision in self.q(
                 "SELECT ev.tx, ev.event_hash, ev.event_data, i.gid, "
-                "(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = 1 AND r.tx = ev.tx "
-                "ORDER BY r.rx IS NOT NULL LIMIT 1), "
-                "(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = 13 AND r.tx = ev.tx "
-                "LIMIT 1), "
-                "EXISTS (SELECT 1 FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = 11 "
+                f"(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_AT} "
+                "AND r.tx = ev.tx ORDER BY r.rx IS NOT NULL LIMIT 1), "
+                f"(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_IMPORTED_AT} "
+                "AND r.tx = ev.tx LIMIT 1), "
+                f"EXISTS (SELECT 1 FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_EXCISED} "
                 "AND r.tx = ev.tx) "
                 "FROM fgraph_events ev LEFT JOIN fgraph_ids i ON i.id = ev.tx ORDER BY ev.tx"):
             created = []
@@ -259,7 +263,7 @@ class _Doctor:
     def created(self, doc: dict, uuid: str, created: list, applied: bool) -> None:
         listed = doc["created"]
         local = [name if name is not None else {"eid": _uuid(g)} for _, name, g in created]
-        if (local != listed) if not applied else not _subsequence(local, listed):
+        if (local != listed) if not applied else not is_subsequence(local, listed):
             self.created_bad += 1
         anonymous = [g for _, name, g in created if name is None]
         if anonymous:
@@ -319,7 +323,7 @@ class _Doctor:
     # -- schema and shapes ------------------------------------------------------------------
     def schema(self) -> None:
         decl: dict[int, dict] = {}
-        for e, a, v, t in self.q("SELECT e, a, v, t FROM fgraph_facts WHERE a IN (5, 6, 8, 9, 14) AND rx IS NULL"):
+        for e, a, v, t in self.q(f"SELECT e, a, v, t FROM fgraph_facts WHERE a IN ({SCHEMA_ATTRIBUTE_IDS}) AND rx IS NULL"):
             decl.setdefault(e, {})[a] = (v, t)
         problems = 0
         for attr, d in decl.items():

@@ -17,6 +17,9 @@ import orjson
 from fgraph.core import values
 from fgraph.core.canonical import dumps, format_float, loads
 from fgraph.core.errors import FgraphError
+from fgraph.core.genesis import A_AT
+from fgraph.core.limits import EVENT_KEYS, UUID_RE  # noqa: F401 (doctor imports them)
+from fgraph.core.values import TAG_INSTANT
 
 REPORT_KEYS = ("expected_fts_rows", "fts_rows", "fts_rows_rebuilt", "integrity", "ok", "orphaned_blobs",
                "orphaned_blobs_removed", "problems", "repair_needed", "repaired", "schema_problems",
@@ -24,12 +27,9 @@ REPORT_KEYS = ("expected_fts_rows", "fts_rows", "fts_rows_rebuilt", "integrity",
 FTS_DRIFT = "full-text index differs from live text facts"
 ORPHANS = "orphaned blobs: "
 MAX_LINES = 20
-EVENT_KEYS = frozenset({"asserted", "at", "by", "created", "event", "fgraph", "meta", "retracted", "source",
-                        "tx_facts"})
 EXCISION_KEYS = frozenset({"asserted", "at", "created", "event", "fgraph", "redacted", "redacts", "retracted"})
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 VALID_TX = ("EXISTS (SELECT 1 FROM fgraph_events vev WHERE vev.tx = {0}) AND EXISTS (SELECT 1 FROM fgraph_facts vr INDEXED BY "
-            "fgraph_hist WHERE vr.e = {0} AND vr.a = 1 AND vr.tx = {0} AND vr.t = 5 AND vr.rx IS NULL)")
+            f"fgraph_hist WHERE vr.e = {{0}} AND vr.a = {A_AT} AND vr.tx = {{0}} AND vr.t = {TAG_INSTANT} AND vr.rx IS NULL)")
 PHYSICAL_OK = """CASE t
   WHEN 0 THEN typeof(v) = 'integer' AND v > 0
   WHEN 1 THEN typeof(v) = 'integer' AND v IN (0, 1)
@@ -183,8 +183,3 @@ def _key(item) -> bytes:
         except orjson.JSONEncodeError:
             pass
     return dumps(item).encode("utf-8")
-
-
-def _subsequence(part: list, whole: list) -> bool:
-    it = iter(whole)
-    return all(any(item == candidate for candidate in it) for item in part)

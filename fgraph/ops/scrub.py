@@ -15,8 +15,8 @@ import os
 import time
 
 import apsw
+from fgraph.core.limits import MEMORY
 
-MEMORY = ":memory:"
 
 
 def enable_secure_delete(conn) -> None:

@@ -11,10 +11,11 @@ from fgraph.core.errors import NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_UNDOES
 from fgraph.core.transact import Request
 from fgraph.core.values import Value
+from fgraph.core.limits import INT64_MAX, INT64_MIN
 
 
 def undo_request(target, *, by=None, operation_id=None, if_basis_tx=None) -> Request:
-    if isinstance(target, bool) or not isinstance(target, int) or not -(2**63) <= target < 2**63:
+    if isinstance(target, bool) or not isinstance(target, int) or not INT64_MIN <= target <= INT64_MAX:
         raise ValueTypeError(f"transaction {target!r} is not an integer id", "pass the tx number to undo")
     if target <= 64:
         raise Unsupported(f"transaction {target} cannot be undone", "genesis and earlier ids are not undoable")

@@ -20,10 +20,8 @@ from fgraph.core.plan import check_attribute_name, check_name
 from fgraph.core.transact import UNSET, Request, already_applied_report, run_in_transaction
 from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire, Value
+from fgraph.core.limits import EVENT_KEYS, MAX_EVENT_BYTES
 
-MAX_EVENT_BYTES = 8 * 1048576 + 65536
-EVENT_KEYS = frozenset({"fgraph", "event", "at", "created", "by", "source", "meta", "tx_facts", "asserted",
-                        "retracted"})
 REQUIRED_KEYS = ("asserted", "at", "created", "event", "fgraph", "retracted")
 FORBIDDEN_TX_FACTS = frozenset({"fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta"})
 

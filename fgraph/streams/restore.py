@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 from fgraph.core import values
 from fgraph.streams.apply import MAX_EVENT_BYTES, iter_lines
+from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
@@ -26,7 +27,7 @@ from fgraph.core.transact import check_operation_id
 from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire
 
-MAX_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
+MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 RECEIPT_KEYS = frozenset({"at", "created", "event", "event_data", "event_hash", "operation_id", "origin_at",
                           "request_hash"})
@@ -147,7 +148,7 @@ class Restorer:
         if payload.get("at") != origin:
             raise Conflict(f"event {event}: payload at {payload.get('at')} differs from origin_at {origin}",
                            "the snapshot was altered; restore an unmodified one")
-        if not _subsequence(r["created"], payload.get("created")) or not self._omitted_exist(r, payload):
+        if not is_subsequence(r["created"], payload.get("created")) or not self._omitted_exist(r, payload):
             raise Conflict(f"event {event}: receipt created identities disagree with its authenticated event",
                            "the snapshot was altered; restore an unmodified one")
         return text
@@ -278,13 +279,6 @@ class Restorer:
         if bad is not None:
             raise Conflict(f"transaction {bad[0]}: receipt times disagree with its facts",
                            "the snapshot was altered; restore an unmodified one")
-
-
-def _subsequence(part, whole) -> bool:
-    if not isinstance(whole, list):
-        return False
-    it = iter(whole)
-    return all(any(item == candidate for candidate in it) for item in part)
 
 
 def restore(conn, source, *, final_check, on_record=None) -> dict:

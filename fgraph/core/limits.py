@@ -1,0 +1,40 @@
+"""Every cap, bound and fixed marker of the contract, each stated once.
+
+Spec references are to ``../shared/spec``. Modules import these names; none restates a
+number that is defined here.
+"""
+
+from __future__ import annotations
+
+import re
+
+# 01 — the file
+APPLICATION_ID = 1718055521          # PRAGMA application_id of a format-v2 file ("fgra")
+USER_VERSION = 2                     # PRAGMA user_version: the format version
+MEMORY = ":memory:"                  # the path of an in-memory database
+GENESIS_TX = 64                      # transaction 64 is genesis; every exclusive lower bound starts there
+FIRST_APP_ID = 65                    # the first id a user transaction can allocate
+
+# 02 — values
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INSTANT_MIN = -62135596800000000     # 0001-01-01T00:00:00Z
+INSTANT_MAX = 253402300799999999     # 9999-12-31T23:59:59.999999Z
+MAX_VALUE_BYTES = 1048576            # one text, bytes or JSON value
+MAX_NAME_BYTES = 512                 # names, attribute names and operation ids: 1–512 UTF-8 bytes
+
+# 04/05 — streams
+MAX_EVENT_BYTES = 8 * 1048576 + 65536           # one canonical event (decision 4: the LF not counted)
+MAX_SNAPSHOT_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
+EVENT_KEYS = frozenset({"asserted", "at", "by", "created", "event", "fgraph", "meta", "retracted", "source",
+                        "tx_facts"})
+
+# 03 §7 — identifiers: lowercase, hyphenated RFC 4122, version 1–5, variant 10
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def is_subsequence(part: list, whole) -> bool:
+    """Every item of ``part`` occurs in ``whole`` in the same order (created-list checks)."""
+    if not isinstance(whole, list):
+        return False
+    remaining = iter(whole)
+    return all(any(item == candidate for candidate in remaining) for item in part)
