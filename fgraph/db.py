@@ -20,6 +20,7 @@ from fgraph.core.identity import event_factory_from_env, make_clock
 from fgraph.core.declare import declaration
 from fgraph.core.plan import SchemaCache
 from fgraph.core.transact import UNSET, Request
+from fgraph.core.limits import GENESIS_TX
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -77,16 +78,15 @@ class Db:
                           if_basis_tx=if_basis_tx)
         return self._run(request)
 
-    def _run(self, request: Request, planner_hook=None) -> dict:
+    def _run(self, request: Request) -> dict:
         return _transact.transact(self.connection, request, clock=self._clock, event_factory=self._event_factory,
-                                  schema_cache=self._schema_cache, identity_cache=self._identity_cache,
-                                  planner_hook=planner_hook)
+                                  schema_cache=self._schema_cache, identity_cache=self._identity_cache)
 
     def undo(self, transaction, *, by=None, operation_id=None, if_basis_tx=None) -> dict:
         """Write the audited inverse of ``transaction`` (spec 07 §3)."""
         self._writable()
         request = _undo.undo_request(transaction, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx)
-        return self._run(request, planner_hook=_undo.plan_inverse(transaction))
+        return self._run(request)
 
     add = transact
 
@@ -117,12 +117,12 @@ class Db:
             self._identity_cache.clear()
 
     # -- event streams ----------------------------------------------------------
-    def iter_events(self, since: int = 64, through: int | None = None):
+    def iter_events(self, since: int = GENESIS_TX, through: int | None = None):
         """Canonical event lines (without LF), streamed in tx order."""
         for _, line in _events.iter_event_lines(self.connection, since, self._through(through)):
             yield line
 
-    def event_records(self, since: int = 64, through: int | None = None) -> list:
+    def event_records(self, since: int = GENESIS_TX, through: int | None = None) -> list:
         return [loads(line) for line in self.iter_events(since, through)]
 
     def _through(self, through):
@@ -134,7 +134,7 @@ class Db:
         """Event lines after ``since`` (resolved like at()), then every later commit, forever."""
         if self.basis is not None:
             raise Unsupported("cannot follow a historical view", "follow the database itself")
-        after = 64 if since is None else self._reader().resolve_time(since, absolute=True)
+        after = GENESIS_TX if since is None else self._reader().resolve_time(since, absolute=True)
         for _, line in _events.follow_lines(self.connection, after, stop=stop):
             yield line
 

@@ -138,6 +138,13 @@ class Planner(Constraints):
             self.tmps[key] = ident
         return ident
 
+    def allocate_listed(self, eid: str) -> NewIdent:
+        """A new identity for an eid an applied event lists in ``created`` (it keeps that gid)."""
+        from fgraph.core.identity import uuid_to_gid
+        ident = self._allocate("tmp", "event:" + eid)
+        ident.gid = uuid_to_gid(eid)
+        return ident
+
     def named(self, name: str, allocate: bool):
         if name.startswith("fgraph/") and name not in system_names():
             raise SchemaError(f"{name!r} is in the reserved fgraph/ namespace", "choose another name")

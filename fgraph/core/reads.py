@@ -10,7 +10,8 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, gid_to_uuid
-from fgraph.core.plan import ATTRIBUTE_RE, INT64_MAX, INT64_MIN
+from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
+from fgraph.core.plan import ATTRIBUTE_RE
 from fgraph.core.values import RefWire
 
 RECEIPT_ATTRS = (A_AT, A_BY, A_SOURCE, A_META, A_IMPORTED_AT)
@@ -177,7 +178,7 @@ class Reader:
         if isinstance(value, int):
             if not INT64_MIN <= value <= INT64_MAX:
                 raise ValueTypeError(f"time {value} is outside the signed 64-bit range", "pass a transaction id")
-            if value >= 64 and cat.is_transaction(value):
+            if value >= GENESIS_TX and cat.is_transaction(value):
                 return value
             if not INSTANT_MIN <= value <= INSTANT_MAX:
                 raise ValueTypeError(f"{value} is neither a transaction nor an instant in the domain",
@@ -212,10 +213,10 @@ class Reader:
     def receipt(self, tx) -> dict:
         if isinstance(tx, bool) or not isinstance(tx, int) or not INT64_MIN <= tx <= INT64_MAX:
             raise ValueTypeError(f"transaction {tx!r} is not a 64-bit integer", "pass a transaction id")
-        if not (64 <= tx <= self.basis and self.cat.is_transaction(tx)):
+        if not (GENESIS_TX <= tx <= self.basis and self.cat.is_transaction(tx)):
             raise NotFound(f"transaction {tx} was not found", "use a transaction id returned by transact()")
         event_hash, _, operation_id, req_hash = self.cat.event_row(tx)
-        out = {"read_basis_tx": self.basis, "basis_tx": self.cat.tx_before(tx) if tx > 64 else 64, "tx": tx,
+        out = {"read_basis_tx": self.basis, "basis_tx": self.cat.tx_before(tx) if tx > GENESIS_TX else GENESIS_TX, "tx": tx,
                "event": gid_to_uuid(self.cat.gid_of(tx)), "event_hash": "sha256:" + event_hash.hex(),
                "operation_id": operation_id,
                "request_hash": "sha256:" + req_hash.hex() if req_hash is not None else None, "facts": []}

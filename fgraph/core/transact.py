@@ -15,6 +15,7 @@ from fgraph.core.errors import Conflict, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.plan import NewIdent, Planner, SchemaCache
+from fgraph.core.replay import Replay
 from fgraph.core.rows import Rows
 from fgraph.core.txn import write_transaction
 from fgraph.core.values import Value
@@ -75,7 +76,7 @@ class Request:
     """One write: the data plus the options of 03 §1, validated."""
 
     def __init__(self, data, *, source=None, by=None, meta=UNSET, tx=None, operation_id=None,
-                 if_basis_tx=None, hash_envelope=None):
+                 if_basis_tx=None, hash_envelope=None, derived=None):
         check_operation_id(operation_id)
         check_if_basis_tx(if_basis_tx)
         for label, text in (("by", by), ("source", source)):
@@ -91,6 +92,7 @@ class Request:
         self.data, self.source, self.by, self.meta, self.tx = data, source, by, meta, tx
         self.operation_id, self.if_basis_tx = operation_id, if_basis_tx
         self.hash_envelope = hash_envelope
+        self.derived = derived      # facts planned from the database itself (undo's inverse), before data
 
     def options(self) -> dict:
         out = {}
@@ -117,7 +119,7 @@ class Request:
 
 def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int],
              event_factory: Callable[[int], str], schema_cache: SchemaCache | None = None,
-             identity_cache: IdentityCache | None = None, planner_hook=None) -> dict:
+             identity_cache: IdentityCache | None = None) -> dict:
     """Run one request in its own write transaction and return its report."""
     req_hash = request.request_hash()
     schema_cache = schema_cache if schema_cache is not None else SchemaCache()
@@ -125,8 +127,7 @@ def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int
     with write_transaction(conn, schema_cache, identity_cache) as txn:
         schema_cache.validate(conn)
         report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory,
-                                    schema_cache=schema_cache, identity_cache=identity_cache,
-                                    planner_hook=planner_hook)
+                                    schema_cache=schema_cache, identity_cache=identity_cache)
         if report["status"] != "applied":
             txn.discard()
     if report["status"] == "applied":
@@ -135,9 +136,7 @@ def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int
 
 
 def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,
-                       identity_cache: IdentityCache | None = None, planner_hook=None,
-                       event_uuid: str | None = None, imported_at: int | None = None,
-                       event_override: dict | None = None, check_delta=None) -> dict:
+                       identity_cache: IdentityCache | None = None, replay: Replay | None = None) -> dict:
     """Plan and write inside an open write transaction (shared with apply)."""
     cat = Catalog(conn, cache=identity_cache)
     head = schema_cache.head
@@ -155,22 +154,23 @@ def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory
         raise Conflict(f"if_basis_tx {request.if_basis_tx} is stale: the latest transaction is {latest}",
                        "re-read and retry against the new basis")
     planner = Planner(cat, schema_cache=schema_cache)
-    if planner_hook is not None:
-        planner_hook(planner)
+    if replay is not None:
+        replay.plan(planner)
+    if request.derived is not None:
+        request.derived.plan(planner)
     planner.plan_data(request.data)
     if request.tx:
         planner.plan_tx_facts(request.tx)
     delta = planner.finish()
-    if check_delta is not None:
-        check_delta(planner, delta)
+    if replay is not None:
+        replay.check(delta)
     if planner.schema_changed:
         schema_cache.clear()
     if not (delta.asserted or delta.retracted or delta.new or request.has_metadata()
-            or request.operation_id is not None or event_override is not None):
+            or request.operation_id is not None or replay is not None):
         return noop_report(latest)
     return Commit(conn, cat, planner, delta, latest, head).write(
-        request, req_hash, clock=clock, event_factory=event_factory, event_uuid=event_uuid,
-        imported_at=imported_at, event_override=event_override)
+        request, req_hash, clock=clock, event_factory=event_factory, replay=replay)
 
 
 class Commit:
@@ -196,8 +196,7 @@ class Commit:
         name = self.cat.name_of(ident)
         return name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
 
-    def write(self, request: Request, req_hash, *, clock, event_factory, event_uuid, imported_at,
-              event_override) -> dict:
+    def write(self, request: Request, req_hash, *, clock, event_factory, replay: Replay | None) -> dict:
         planner, delta = self.planner, self.delta
         first = self.head.next_id if self.head is not None else self.cat.next_id()
         for offset, ident in enumerate(delta.new):
@@ -206,7 +205,7 @@ class Commit:
         tx.id = first + len(delta.new)
         if tx.id > INT64_MAX:
             raise TooLarge("the identity allocator is exhausted", "no more ids can be allocated in this file")
-        event = event_uuid or event_factory(tx.id)
+        event = replay.event if replay is not None else event_factory(tx.id)
         tx.gid = uuid_to_gid(event)
         for ident in delta.new:
             if ident.kind != "name" and ident.gid is None:
@@ -235,8 +234,8 @@ class Commit:
                 tx_facts.append([self.portable_ref(a_id), rendered, tag])
             else:
                 event_asserted.append([self.portable_ref(e_id), self.portable_ref(a_id), rendered, tag])
-        if imported_at is not None:
-            asserted_rows.append(self.insert_fact(tx.id, A_IMPORTED_AT, Value(values.TAG_INSTANT, imported_at, None),
+        if replay is not None:
+            asserted_rows.append(self.insert_fact(tx.id, A_IMPORTED_AT, Value(values.TAG_INSTANT, replay.imported_at, None),
                                                   tx.id))
         retracted_rows, event_retracted = [], []
         for e, a, value, fact_id in delta.retracted:
@@ -255,8 +254,8 @@ class Commit:
             # The gid column is UNIQUE: an event UUID (or an eid derived from it) is taken.
             raise Conflict(f"event UUID {event} or an eid derived from it is already used by another identity",
                            "retry; every transaction needs a fresh event UUID") from None
-        if event_override is not None:
-            document = event_override
+        if replay is not None:
+            document = replay.record
         else:
             document = {"asserted": event_asserted, "at": at,
                         "created": [self.portable_ref(i.id) for i in delta.new],

@@ -35,6 +35,7 @@ from fgraph.core.canonical import dumps, loads
 from fgraph.db import connect
 from fgraph.core.errors import FgraphError, Unsupported
 from fgraph.face.paths import resolve_db_path
+from fgraph.core.limits import GENESIS_TX
 
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
@@ -297,7 +298,7 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
 
 @cli.command()
 @common_options
-@click.option("--since", type=_TimeParam(), default="64", show_default=True,
+@click.option("--since", type=_TimeParam(), default=str(GENESIS_TX), show_default=True,
               help="Exclusive start: a local tx id (with --follow also a µs instant or RFC 3339 time).")
 @click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
 @click.pass_context

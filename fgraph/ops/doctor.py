@@ -122,13 +122,14 @@ class _Doctor:
             self.problems.append(f"unexpected fgraph_meta keys: {extra}")
         self.count("invalid identity ids", self.one(
             "SELECT count(*) FROM fgraph_ids WHERE id <= 0 OR id BETWEEN 19 AND 63 OR typeof(id) <> 'integer'")[0])
-        expected = {row["id"]: (row["name"], None, 64) for row in system_identities()}
+        expected = {row["id"]: (row["name"], None, GENESIS_TX) for row in system_identities()}
         found = {i: (n, g, c) for i, n, g, c in self.q(
             "SELECT id, name, gid, created_tx FROM fgraph_ids WHERE id BETWEEN 1 AND 18 OR name GLOB 'fgraph/*'")}
         bad = sum(1 for i, row in expected.items() if found.get(i) != row)
         bad += sum(1 for i in found if i not in expected)
         self.count("invalid system identities", bad)
-        if self.one("SELECT name, gid, created_tx FROM fgraph_ids WHERE id = 64") != (None, uuid_to_gid(GENESIS_EVENT), 64):
+        if self.one("SELECT name, gid, created_tx FROM fgraph_ids WHERE id = ?", (GENESIS_TX,)) != \
+                (None, uuid_to_gid(GENESIS_EVENT), GENESIS_TX):
             self.problems.append("genesis event identity is not the canonical format-v2 UUID")
         self.count("named identities overlap transaction receipts", self.one(
             "SELECT count(*) FROM fgraph_events ev JOIN fgraph_ids i ON i.id = ev.tx WHERE i.name IS NOT NULL")[0])
@@ -249,7 +250,7 @@ class _Doctor:
         if doc["at"] != (imported if imported is not None else at):
             self.line("invalid payloads", f"event {tx} payload is invalid: event at timestamp differs from its "
                       "transaction receipt")
-        if tx == 64:
+        if tx == GENESIS_TX:
             if text != genesis_event(doc["at"]):
                 self.line("invalid payloads", f"{bad} is not the format-v2 genesis event")
             return
@@ -387,8 +388,8 @@ class _Doctor:
         rendered as their snapshot renders them (selectors joined in SQL); redacted payloads prove
         nothing and are skipped.
         """
-        bad = self.agree("f.tx", "f.tx > 64 ORDER BY f.id", asserting=True)
-        bad += self.agree("f.rx", "f.rx IS NOT NULL AND f.tx > 64 ORDER BY f.rx", asserting=False)
+        bad = self.agree("f.tx", f"f.tx > {GENESIS_TX} ORDER BY f.id", asserting=True)
+        bad += self.agree("f.rx", f"f.rx IS NOT NULL AND f.tx > {GENESIS_TX} ORDER BY f.rx", asserting=False)
         self.count("facts disagree with the events that asserted or retracted them", bad)
 
     def agree(self, column: str, where: str, asserting: bool) -> int:

@@ -20,7 +20,7 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
 from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
-from fgraph.core.plan import INT64_MAX, INT64_MIN
+from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 from fgraph.core.rows import Rows, event_hash
 from fgraph.core.txn import write_transaction
 from fgraph.core.transact import (Request, already_applied_report, check_if_basis_tx,
@@ -82,7 +82,7 @@ def _mentioning_events(conn, selector) -> set[int]:
     needle = dumps(selector["eid"]) if isinstance(selector, dict) else dumps(selector)
     found = set()
     for tx, text in conn.execute("SELECT tx, event_data FROM fgraph_events WHERE event_data IS NOT NULL "
-                                 "AND tx > 64 AND instr(event_data, ?) > 0", (needle,)):
+                                 f"AND tx > {GENESIS_TX} AND instr(event_data, ?) > 0", (needle,)):
         if _mentions(loads(text), selector):
             found.add(tx)
     return found

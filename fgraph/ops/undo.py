@@ -11,24 +11,32 @@ from fgraph.core.errors import NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_UNDOES
 from fgraph.core.transact import Request
 from fgraph.core.values import Value
-from fgraph.core.limits import INT64_MAX, INT64_MIN
+from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 
 
 def undo_request(target, *, by=None, operation_id=None, if_basis_tx=None) -> Request:
     if isinstance(target, bool) or not isinstance(target, int) or not INT64_MIN <= target <= INT64_MAX:
         raise ValueTypeError(f"transaction {target!r} is not an integer id", "pass the tx number to undo")
-    if target <= 64:
+    if target <= GENESIS_TX:
         raise Unsupported(f"transaction {target} cannot be undone", "genesis and earlier ids are not undoable")
     envelope = {"operation": "undo", "tx": target}
     if by is not None:
         envelope["by"] = by
-    return Request([], by=by, operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope)
+    return Request([], by=by, operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope,
+                   derived=Inverse(target))
 
 
-def plan_inverse(target: int):
-    """A planner hook that plans the inverse of ``target`` and the fgraph/undoes fact."""
+class Inverse:
+    """The facts of an undo, derived from the target transaction when the write is planned."""
 
-    def hook(planner) -> None:
+    __slots__ = ("target",)
+
+    def __init__(self, target: int):
+        self.target = target
+
+    def plan(self, planner) -> None:
+        """Retract what ``target`` asserted, re-assert what it retracted, and record fgraph/undoes."""
+        target = self.target
         cat = planner.cat
         if not cat.is_transaction(target):
             raise NotFound(f"transaction {target} was not found", "use a transaction id returned by transact()")
@@ -45,4 +53,3 @@ def plan_inverse(target: int):
             planner.assert_fact(e, a, Value(t, v, blob))
         planner.assert_fact(planner.tx, A_UNDOES, Value(values.TAG_REF, target, None))
 
-    return hook

@@ -21,6 +21,7 @@ from fgraph.core.transact import UNSET, Request, already_applied_report, run_in_
 from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire, Value
 from fgraph.core.limits import EVENT_KEYS, MAX_EVENT_BYTES
+from fgraph.core.replay import Replay
 
 REQUIRED_KEYS = ("asserted", "at", "created", "event", "fgraph", "retracted")
 FORBIDDEN_TX_FACTS = frozenset({"fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta"})
@@ -144,58 +145,6 @@ def validate_record(record) -> None:
         check_tagged(item[1], item[2])
 
 
-# -- replay ---------------------------------------------------------------------------
-def replay_hook(record: dict):
-    """Plan one record: created first (names unify), then retractions, assertions, tx facts."""
-
-    def hook(planner) -> None:
-        planner.replaying = True
-        created_eids = []
-        for sel in record["created"]:
-            if isinstance(sel, str):
-                planner.named(sel, allocate=True)
-                continue
-            eid = sel["eid"]
-            found = planner.cat.id_by_gid(uuid_to_gid(eid))
-            if found is None:
-                found = planner._allocate("tmp", "event:" + eid)
-                found.gid = uuid_to_gid(eid)
-                created_eids.append(found)
-            planner.eid_overrides[eid] = found
-        planner.allocation_closed = True
-        for e, a, value, tag in record["retracted"]:
-            planner.item += 1
-            target = planner.entity(e, allocate=False)
-            attr = planner.attribute(a, allocate=False)
-            decoded = _resolve(planner, check_tagged(value, tag), allocate=False)
-            if target is not None and attr is not None and decoded is not None:
-                planner.remove(planner.slot(target, attr), (decoded.t, decoded.v))
-        for e, a, value, tag in record["asserted"]:
-            planner.item += 1
-            target = planner.entity(e, allocate=True)
-            planner.writable(target)
-            _assert(planner, target, planner.attribute(a, allocate=True), check_tagged(value, tag))
-        planner.item += 1
-        for a, value, tag in record.get("tx_facts", ()):
-            _assert(planner, planner.tx, planner.attribute(a, allocate=True), check_tagged(value, tag))
-        planner.created_eids = created_eids
-
-    return hook
-
-
-def _resolve(planner, decoded, allocate: bool):
-    if isinstance(decoded, RefWire):
-        target = planner.entity(decoded.selector, allocate=allocate)
-        return None if target is None else Value(values.TAG_REF, target, None)
-    return decoded
-
-
-def _assert(planner, e, a, decoded) -> None:
-    value = _resolve(planner, decoded, allocate=True)
-    planner.check_type_now(e, a, value)
-    planner.assert_fact(e, a, value)
-
-
 def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, identity_cache) -> dict:
     """Apply one validated record inside the caller's write transaction."""
     canonical = dumps(record)
@@ -209,26 +158,9 @@ def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, iden
         raise Conflict(f"event {record['event']} collides with a different local event or identity",
                        "the stream reuses a UUID with another payload; do not apply altered streams")
     request = Request([], by=record.get("by"), source=record.get("source"), meta=record.get("meta", UNSET))
-    hook = replay_hook(record)
-    holder = {}
-
-    def planned(planner) -> None:
-        hook(planner)
-        holder["planner"] = planner
-
     report = run_in_transaction(conn, request, None, clock=clock, event_factory=event_factory,
-                                schema_cache=schema_cache, identity_cache=identity_cache, planner_hook=planned,
-                                event_uuid=record["event"], imported_at=record["at"], event_override=record,
-                                check_delta=_check_created)
+                                schema_cache=schema_cache, identity_cache=identity_cache, replay=Replay(record))
     return report
-
-
-def _check_created(planner, delta) -> None:
-    kept = {id(n) for n in delta.new}
-    for ident in getattr(planner, "created_eids", ()):
-        if id(ident) not in kept:
-            raise ValueTypeError(f"the event creates {ident.key[6:]} but never uses it",
-                                 "a valid event only lists identities its facts use")
 
 
 DRY_RUN_LIST_CAP = 100

@@ -14,7 +14,7 @@ from fgraph.core.canonical import dumps
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.identity import gid_to_uuid
-from fgraph.core.plan import INT64_MAX
+from fgraph.core.limits import GENESIS_TX, INT64_MAX
 
 FOLLOW_MIN_INTERVAL = 0.005
 FOLLOW_MAX_INTERVAL = 0.05
@@ -22,7 +22,7 @@ BATCH = 512
 
 
 def check_since(since) -> int:
-    if isinstance(since, bool) or not isinstance(since, int) or not 64 <= since <= INT64_MAX:
+    if isinstance(since, bool) or not isinstance(since, int) or not GENESIS_TX <= since <= INT64_MAX:
         raise ValueTypeError(f"--since {since!r} is outside [64, 2^63-1]",
                              "pass a local transaction id (64 starts after genesis)")
     return since
@@ -54,12 +54,12 @@ def _rows_after(conn, after: int, through: int | None):
 def check_through(through) -> int | None:
     if through is None:
         return None
-    if isinstance(through, bool) or not isinstance(through, int) or not 64 <= through <= INT64_MAX:
+    if isinstance(through, bool) or not isinstance(through, int) or not GENESIS_TX <= through <= INT64_MAX:
         raise ValueTypeError(f"event through {through!r} is invalid", "use a transaction id at least 64")
     return through
 
 
-def iter_event_lines(conn, since: int = 64, through: int | None = None) -> Iterator[tuple[int, str]]:
+def iter_event_lines(conn, since: int = GENESIS_TX, through: int | None = None) -> Iterator[tuple[int, str]]:
     """(tx, canonical line without LF) for every event with since < tx <= through."""
     check_through(through)
     cat = Catalog(conn)

@@ -86,7 +86,7 @@ class Restorer:
             raise _type("the first record is not a snapshot/1 format 2 header")
         check_event_uuid(header["basis"], "basis")
         created_at = _instant(header["created_at"], "header created_at")
-        if self.cat.latest_tx() != 64:
+        if self.cat.latest_tx() != GENESIS_TX:
             raise Conflict("the destination is not pristine", "restore only into a new, empty database")
         self.header = header
         event = genesis_event(created_at)

@@ -16,6 +16,7 @@ from fgraph.core.canonical import dumps
 from fgraph.core.catalog import Catalog
 from fgraph.core.identity import GENESIS_EVENT, gid_to_uuid
 from fgraph.core.txn import read_transaction
+from fgraph.core.limits import GENESIS_TX
 
 SELECTOR_CACHE = 8192
 
@@ -67,16 +68,16 @@ def _lines(conn, basis: int | None) -> Iterator[str]:
         return line
 
     created_at = conn.execute("SELECT value FROM fgraph_meta WHERE key = 'created_at'").fetchone()[0]
-    yield emit(dumps({"basis": GENESIS_EVENT if basis == 64 else sel.uuid(basis), "created_at": created_at,
+    yield emit(dumps({"basis": GENESIS_EVENT if basis == GENESIS_TX else sel.uuid(basis), "created_at": created_at,
                       "fgraph": "snapshot/1", "format": 2}))
     receipts = 0
     created_rows = conn.cursor().execute(
-        "SELECT created_tx, id, name, gid FROM fgraph_ids WHERE created_tx > 64 AND created_tx <= ? "
+        f"SELECT created_tx, id, name, gid FROM fgraph_ids WHERE created_tx > {GENESIS_TX} AND created_tx <= ? "
         "ORDER BY created_tx, id", (basis,))
     pending = next(created_rows, None)
     for tx, event_hash, event_data, operation_id, request_hash in conn.cursor().execute(
             "SELECT tx, event_hash, event_data, operation_id, request_hash FROM fgraph_events "
-            "WHERE tx > 64 AND tx <= ? ORDER BY tx", (basis,)):
+            f"WHERE tx > {GENESIS_TX} AND tx <= ? ORDER BY tx", (basis,)):
         created = []
         while pending is not None and pending[0] <= tx:
             if pending[0] == tx and pending[1] != tx:
@@ -89,7 +90,7 @@ def _lines(conn, basis: int | None) -> Iterator[str]:
                                  imported if imported is not None else at, created, sel.uuid(tx)))
     facts = 0
     for e, a, v, t, tx, rx in conn.cursor().execute(
-            "SELECT e, a, v, t, tx, rx FROM fgraph_facts WHERE tx > 64 AND tx <= ? ORDER BY id", (basis,)):
+            f"SELECT e, a, v, t, tx, rx FROM fgraph_facts WHERE tx > {GENESIS_TX} AND tx <= ? ORDER BY id", (basis,)):
         blob = cat.blob(v) if t in values.INDIRECT_TAGS else None
         facts += 1
         yield emit(dumps({"fact": [sel(e), sel(a), values.render(t, v, blob, sel), values.logical_name(t),

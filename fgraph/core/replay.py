@@ -1,0 +1,80 @@
+"""Replaying an applied event/1 record as a local transaction (spec 04 §5, README decision 3).
+
+``Replay`` is everything that makes an applied event differ from a direct write, in one
+object that the planner and the writer accept: the source event's UUID (the local
+transaction's gid), its ``at`` (stored as ``fgraph/imported-at``), its payload (kept
+verbatim as the local event), and how its facts are planned — created identities first
+(names unify with local ones, eids keep the source's gid), then retractions,
+assertions and tx facts. A record is validated by ``fgraph.streams.apply`` before it
+gets here.
+"""
+
+from __future__ import annotations
+
+from fgraph.core import values
+from fgraph.core.errors import ValueTypeError
+from fgraph.core.identity import uuid_to_gid
+from fgraph.core.values import RefWire, Value
+
+
+class Replay:
+    """One validated event/1 record to commit locally."""
+
+    __slots__ = ("record", "event", "imported_at", "created")
+
+    def __init__(self, record: dict):
+        self.record = record
+        self.event: str = record["event"]
+        self.imported_at: int = record["at"]
+        self.created: list = []          # identities this replay allocates for the record's eids
+
+    def plan(self, planner) -> None:
+        record = self.record
+        planner.replaying = True
+        for sel in record["created"]:
+            if isinstance(sel, str):
+                planner.named(sel, allocate=True)
+                continue
+            eid = sel["eid"]
+            found = planner.cat.id_by_gid(uuid_to_gid(eid))
+            if found is None:
+                found = planner.allocate_listed(eid)
+                self.created.append(found)
+            planner.eid_overrides[eid] = found
+        planner.allocation_closed = True
+        for e, a, value, tag in record["retracted"]:
+            planner.item += 1
+            target = planner.entity(e, allocate=False)
+            attr = planner.attribute(a, allocate=False)
+            decoded = _resolve(planner, values.from_tagged(value, tag), allocate=False)
+            if target is not None and attr is not None and decoded is not None:
+                planner.remove(planner.slot(target, attr), (decoded.t, decoded.v))
+        for e, a, value, tag in record["asserted"]:
+            planner.item += 1
+            target = planner.entity(e, allocate=True)
+            planner.writable(target)
+            _assert(planner, target, planner.attribute(a, allocate=True), values.from_tagged(value, tag))
+        planner.item += 1
+        for a, value, tag in record.get("tx_facts", ()):
+            _assert(planner, planner.tx, planner.attribute(a, allocate=True), values.from_tagged(value, tag))
+
+    def check(self, delta) -> None:
+        """Every eid the record lists as created is used by its facts (decision 3)."""
+        kept = {id(n) for n in delta.new}
+        for ident in self.created:
+            if id(ident) not in kept:
+                raise ValueTypeError(f"the event creates {ident.key[6:]} but never uses it",
+                                     "a valid event only lists identities its facts use")
+
+
+def _resolve(planner, decoded, allocate: bool):
+    if isinstance(decoded, RefWire):
+        target = planner.entity(decoded.selector, allocate=allocate)
+        return None if target is None else Value(values.TAG_REF, target, None)
+    return decoded
+
+
+def _assert(planner, e, a, decoded) -> None:
+    value = _resolve(planner, decoded, allocate=True)
+    planner.check_type_now(e, a, value)
+    planner.assert_fact(e, a, value)
