@@ -18,7 +18,7 @@ from fgraph.core.catalog import IdentityCache
 from fgraph.core.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
 from fgraph.core.identity import event_factory_from_env, make_clock
 from fgraph.core.declare import declaration
-from fgraph.core.plan import SchemaCache
+from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
 

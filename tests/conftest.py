@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import pathlib
 
+import apsw
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -14,8 +16,33 @@ CONFORMANCE_CLOCK = 1767225600000000
 CONFORMANCE_SEED = "fgraph-conformance-v2"
 
 
+# Variables that configure the test run itself; every other FGRAPH_* variable is cleared
+# around each test, so a test opts in to a fixed clock or seed instead of inheriting one.
+TEST_SETTINGS = frozenset({"FGRAPH_PEER", "FGRAPH_EXAMPLES", "FGRAPH_HISTORIES", "FGRAPH_HISTORY_SEED",
+                           "FGRAPH_HISTORY_SHRINK", "FGRAPH_NO_FORK_SERVER"})
+
+
 def peer_executable() -> str | None:
     return os.environ.get("FGRAPH_PEER") or None
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_fgraph_settings(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("FGRAPH_") and name not in TEST_SETTINGS:
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def no_connection_left_open():
+    """Fails a test that leaves an SQLite connection open (one it still references after it ends)."""
+    before = {id(c) for c in apsw.connections()}
+    yield
+    gc.collect()
+    leaked = [c for c in apsw.connections() if id(c) not in before]
+    for connection in leaked:
+        connection.close()
+    assert not leaked, f"the test left {len(leaked)} connection(s) open: {[c.filename for c in leaked]}"
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fgraph.core.constraints import TYPE_TAGS
 from fgraph.core.errors import SchemaError
-from fgraph.core.plan import check_attribute_name
+from fgraph.core.names import check_attribute_name
 
 
 def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None, doc=None,

@@ -8,7 +8,6 @@ plan is final; unused anonymous ones are dropped and the ids compacted.
 from __future__ import annotations
 
 import itertools
-import re
 
 from fgraph.core import values
 from fgraph.core.catalog import Catalog
@@ -16,9 +15,10 @@ from fgraph.core.constraints import TYPE_TAGS, Constraints
 from fgraph.core.errors import Conflict, NotFound, SchemaError, Unsupported, ValueTypeError
 from fgraph.core.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX, system_names)
 from fgraph.core.values import RefWire, Value
-from fgraph.core.limits import INT64_MAX, INT64_MIN, MAX_NAME_BYTES
+from fgraph.core.limits import INT64_MAX, INT64_MIN
+from fgraph.core.names import ATTRIBUTE_RE, check_attribute_name, check_name
+from fgraph.core.schema_cache import SchemaCache
 
-ATTRIBUTE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*$")
 OPERATIONS = ("assert", "retract", "cas")
 SCHEMA_ATTRS = frozenset({A_TYPE, A_MANY, A_UNIQUE, A_NOHISTORY, A_DIMS, A_VECTOR_MODEL})
 
@@ -44,61 +44,6 @@ class Slot:
         self.present = {}           # key -> (Value, seq): the working values
         self.removed = {}           # live key -> seq of the removal
         self.items = set()          # request items that touched this slot
-
-
-# Unicode category Cc is exactly C0, DEL and C1; a regex checks it in C.
-CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
-SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-
-def check_name(name: object, what: str = "name") -> str:
-    if not isinstance(name, str):
-        raise ValueTypeError(f"{what} {name!r} is not a string", "use a text name or an id")
-    size = len(name.encode("utf-8", "surrogatepass"))
-    if not 1 <= size <= MAX_NAME_BYTES or CONTROL_RE.search(name):
-        raise ValueTypeError(f"invalid {what} {name!r}",
-                             "names are 1-512 UTF-8 bytes without control characters")
-    if SURROGATE_RE.search(name):
-        raise ValueTypeError(f"invalid {what} {name!r}: lone surrogate", "use valid Unicode text")
-    return name
-
-
-def check_attribute_name(name: object) -> str:
-    if not isinstance(name, str) or not ATTRIBUTE_RE.match(name):
-        raise SchemaError(f"invalid attribute name {name!r}",
-                          "attribute names look like 'namespace/name' (lowercase, digits, . _ -)")
-    if name.startswith("fgraph/") and name not in system_names():
-        raise SchemaError(f"attribute {name!r} is in the reserved fgraph/ namespace",
-                          "choose another namespace")
-    return name
-
-
-class SchemaCache:
-    """Live schema facts of attributes, kept across transactions of one connection.
-
-    Valid while no other connection has committed (``PRAGMA data_version``) and no
-    write of ours touched a schema attribute; callers clear it after such writes
-    and after any rollback.
-    """
-
-    def __init__(self):
-        self.rows: dict[tuple, dict] = {}
-        self.schemas: dict[int, dict] = {}      # attribute id -> schema summary built from ``rows``
-        self.version = None
-        self.has_shapes: bool | None = None
-        self.head = None                        # WriterHead after our last commit, see transact
-
-    def validate(self, conn) -> None:
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        if version != self.version:
-            self.clear()
-            self.version = version
-
-    def clear(self) -> None:
-        self.rows.clear()
-        self.schemas.clear()
-        self.has_shapes = None
-        self.head = None
 
 
 class Planner(Constraints):

@@ -11,7 +11,7 @@ from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, gid_to_uuid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
-from fgraph.core.plan import ATTRIBUTE_RE
+from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.core.values import RefWire
 
 RECEIPT_ATTRS = (A_AT, A_BY, A_SOURCE, A_META, A_IMPORTED_AT)

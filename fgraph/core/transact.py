@@ -14,7 +14,8 @@ from fgraph.core.catalog import Catalog, IdentityCache
 from fgraph.core.errors import Conflict, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
-from fgraph.core.plan import NewIdent, Planner, SchemaCache
+from fgraph.core.plan import NewIdent, Planner
+from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.replay import Replay
 from fgraph.core.rows import Rows
 from fgraph.core.txn import write_transaction

@@ -29,7 +29,8 @@ from fgraph.core.genesis import (A_AT, A_BY, A_DIMS, A_EXCISED, A_IMPORTED_AT, A
                             A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_SOURCE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX,
                             genesis_event, system_identities)
 from fgraph.core.identity import GENESIS_EVENT, anonymous_eid, uuid_to_gid
-from fgraph.core.plan import ATTRIBUTE_RE, TYPE_TAGS
+from fgraph.core.constraints import TYPE_TAGS
+from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.streams.snapshot import logical_digest
 from fgraph.core.txn import read_transaction, write_transaction
 from fgraph.core.rows import Rows

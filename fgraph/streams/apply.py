@@ -16,7 +16,7 @@ from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
-from fgraph.core.plan import check_attribute_name, check_name
+from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.transact import UNSET, Request, already_applied_report, run_in_transaction
 from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire, Value

@@ -21,7 +21,7 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, GENESIS_AT_FACT, genesis_event
 from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
-from fgraph.core.plan import check_attribute_name, check_name
+from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.rows import Rows
 from fgraph.core.transact import check_operation_id
 from fgraph.core.txn import write_transaction
