@@ -3,6 +3,10 @@
 The planner keeps a working set per (entity, attribute) over the live state,
 loaded lazily through indexed lookups. New identities are placeholders until the
 plan is final; unused anonymous ones are dropped and the ids compacted.
+
+Size: the planner is one state machine over the working set (selectors, values, the
+four operations, whole-entity retraction, the final delta); its final-state checks already live
+in constraints.py, names in names.py and the schema cache in schema_cache.py.
 """
 
 from __future__ import annotations

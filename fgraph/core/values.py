@@ -4,6 +4,9 @@
 ``fgraph_facts.t``/``v`` plus the ``fgraph_blobs.data`` of indirect values), a
 ``RefWire`` (the caller resolves the selector) or ``MISSING`` (CAS only).
 ``render`` turns a stored row back into its JSON wire form.
+
+Size: one table of nine value tags, each with its wire, storage and rendering forms; splitting
+the tags apart would scatter one contract (spec 02) over several files.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Cost: a few set-based SQL passes (full scans, GROUP BY over existing indexes, EX
 streaming Python pass over the event payloads merged with the registry in ``created_tx``
 order. No per-fact round trips; memory holds only per-attribute schema, the redacted tx ids
 and at most ``MAX_LINES`` problem lines per kind.
+
+Size: over budget until it is split by job (physical checks, logical checks, repair,
+report — issue 11 item 7, not done yet).
 """
 
 from __future__ import annotations
