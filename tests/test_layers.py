@@ -10,7 +10,7 @@ import re
 import fgraph
 
 PACKAGE = pathlib.Path(fgraph.__file__).parent
-SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|PRAGMA|BEGIN|CREATE|DROP|WITH)\s", re.I)
+SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|PRAGMA|BEGIN|CREATE|DROP|WITH)\s")
 
 
 def sql_strings(source: str) -> list[str]:
