@@ -121,3 +121,22 @@ def test_library_errors_carry_name_message_and_hint(db, name):
     assert isinstance(exc.message, str) and exc.message.strip()
     assert isinstance(exc.hint, str) and exc.hint.strip()
     assert str(exc) == f"{exc.message}; {exc.hint}"
+
+
+def test_stream_errors_carry_their_line_as_data():
+    """Issue 11 item 6: callers read ``exc.line``, never the message text."""
+    import pytest
+
+    from fgraph.core.errors import FormatError
+    db = fgraph.connect(":memory:")
+    try:
+        with pytest.raises(fgraph.FgraphError) as caught:
+            db.apply_summary('\n\n{"fgraph": "event/2"}\n')
+        assert caught.value.line == 3 and caught.value.message.startswith("line 3: ")
+        with pytest.raises(fgraph.FgraphError) as caught:
+            db.restore('{"fgraph": "snapshot/1"}\n')
+        assert caught.value.line == 1
+    finally:
+        db.close()
+    inner = FormatError("bad", "hint").at_line(7)
+    assert inner.at_line(9) is inner and inner.line == 7 and str(inner) == "line 7: bad; hint"

@@ -18,6 +18,15 @@ class FgraphError(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.line: int | None = None   # the stream line it concerns (apply, restore, verify)
+
+    def at_line(self, number: int) -> "FgraphError":
+        """This error located at stream line ``number``; an error already located keeps its line."""
+        if self.line is not None:
+            return self
+        located = type(self)(f"line {number}: {self.message}", self.hint)
+        located.line = number
+        return located
 
     def __str__(self) -> str:
         if self.hint:

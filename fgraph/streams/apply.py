@@ -64,12 +64,12 @@ def parse_line(number: int, line) -> dict:
     raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
     body = raw.rstrip(b"\r")
     if len(body) > MAX_EVENT_BYTES:
-        raise TooLarge(f"line {number}: the event is over {MAX_EVENT_BYTES} bytes",
-                       "events larger than the cap cannot be applied")
+        raise TooLarge(f"the event is over {MAX_EVENT_BYTES} bytes",
+                       "events larger than the cap cannot be applied").at_line(number)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise FormatError(f"line {number}: not valid UTF-8", "event streams are UTF-8 text") from None
+        raise FormatError("not valid UTF-8", "event streams are UTF-8 text").at_line(number) from None
     record = loads(text)
     validate_record(record)
     return record
@@ -191,9 +191,7 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
                     report = apply_record(conn, record, clock=clock, event_factory=event_factory,
                                           schema_cache=schema_cache, identity_cache=identity_cache)
             except FgraphError as exc:
-                if exc.message.startswith(f"line {number}:"):
-                    raise
-                raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+                raise exc.at_line(number) from None
             summary["events"] += 1
             if report is None:
                 continue

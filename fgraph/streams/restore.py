@@ -292,7 +292,7 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
         done = False
         for number, line in iter_lines(source, max_bytes=MAX_LINE_BYTES):
             if done:
-                raise _type(f"line {number}: a record follows the footer")
+                raise _type("a record follows the footer").at_line(number)
             try:
                 raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
                 if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
@@ -303,9 +303,7 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
                     raise FormatError("not valid UTF-8", "snapshots are UTF-8 text") from None
                 done = restorer.record(loads(text))
             except FgraphError as exc:
-                if exc.message.startswith("line "):
-                    raise
-                raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+                raise exc.at_line(number) from None
             if on_record is not None:
                 on_record()
         if restorer.header is None or not done:

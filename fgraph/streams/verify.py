@@ -19,11 +19,11 @@ def _decode(number: int, line, cap: int):
     raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
     body = raw.rstrip(b"\r")
     if len(body) > cap:
-        raise TooLarge(f"line {number}: over {cap} bytes", "the file is not a valid stream")
+        raise TooLarge(f"over {cap} bytes", "the file is not a valid stream").at_line(number)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise FormatError(f"line {number}: not valid UTF-8", "streams are UTF-8 text") from None
+        raise FormatError("not valid UTF-8", "streams are UTF-8 text").at_line(number) from None
     return text, body
 
 
@@ -38,7 +38,7 @@ def verify(source) -> dict:
     try:
         record = loads(text)
     except FgraphError as exc:
-        raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+        raise exc.at_line(number) from None
     if isinstance(record, dict) and record.get("fgraph") == "snapshot/1":
         return _verify_snapshot(record, text, number, lines)
     return _verify_events(record, text, number, lines)
@@ -52,7 +52,7 @@ def _verify_events(record, text, number, lines) -> dict:
         try:
             validate_record(record)
         except FgraphError as exc:
-            raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+            raise exc.at_line(number) from None
         noncanonical += dumps(record) != text.strip()
         count += 1
         first_event = first_event or record["event"]
@@ -71,12 +71,12 @@ def _next(lines, cap):
     try:
         return number, loads(text), text
     except FgraphError as exc:
-        raise type(exc)(f"line {number}: {exc.message}", exc.hint) from None
+        raise exc.at_line(number) from None
 
 
 def _verify_snapshot(header, text, number, lines) -> dict:
     if set(header) != HEADER_KEYS or header.get("format") != 2:
-        raise ValueTypeError(f"line {number}: not a snapshot/1 format 2 header", "the file is damaged")
+        raise ValueTypeError(f"not a snapshot/1 format 2 header", "the file is damaged").at_line(number)
     digest = hashlib.sha256(dumps(header).encode() + b"\n")
     receipts = facts = 0
     last_event = None
@@ -84,13 +84,13 @@ def _verify_snapshot(header, text, number, lines) -> dict:
     while (item := _next(lines, MAX_LINE_BYTES)) is not None:
         number, record, text = item
         if footer is not None:
-            raise ValueTypeError(f"line {number}: a record follows the footer", "the file is damaged")
+            raise ValueTypeError(f"a record follows the footer", "the file is damaged").at_line(number)
         if isinstance(record, dict) and record.get("fgraph") == "end":
             footer = (number, record)
             continue
         if isinstance(record, dict) and set(record) == {"receipt"}:
             if facts:
-                raise ValueTypeError(f"line {number}: a receipt follows a fact", "the file is damaged")
+                raise ValueTypeError(f"a receipt follows a fact", "the file is damaged").at_line(number)
             _check_receipt(number, record["receipt"])
             receipts += 1
             last_event = record["receipt"]["event"]
@@ -98,16 +98,16 @@ def _verify_snapshot(header, text, number, lines) -> dict:
                 and len(record["fact"]) == 6:
             facts += 1
         else:
-            raise ValueTypeError(f"line {number}: neither a receipt, a fact nor the footer", "the file is damaged")
+            raise ValueTypeError(f"neither a receipt, a fact nor the footer", "the file is damaged").at_line(number)
         digest.update(dumps(record).encode() + b"\n")
     if footer is None:
         raise ValueTypeError("the snapshot has no footer (truncated?)", "take a new snapshot")
     number, record = footer
     if set(record) != FOOTER_KEYS or record["receipts"] != receipts or record["facts"] != facts:
-        raise ValueTypeError(f"line {number}: the footer counts do not match the body "
-                             f"({receipts} receipts, {facts} facts)", "the file is damaged")
+        raise ValueTypeError(f"the footer counts do not match the body "
+                             f"({receipts} receipts, {facts} facts)", "the file is damaged").at_line(number)
     if record["sha256"] != digest.hexdigest():
-        raise Conflict(f"line {number}: the footer digest does not match the records", "the file was altered")
+        raise Conflict(f"the footer digest does not match the records", "the file was altered").at_line(number)
     if header["basis"] != (last_event or "00000000-0000-4000-8000-000000000040"):
         raise Conflict("line 1: the header basis is not the last receipt's event", "the file was altered")
     return {"basis": header["basis"], "created_at": header["created_at"], "facts": facts, "kind": "snapshot/1",
@@ -116,8 +116,8 @@ def _verify_snapshot(header, text, number, lines) -> dict:
 
 def _check_receipt(number: int, receipt) -> None:
     if not isinstance(receipt, dict) or set(receipt) != RECEIPT_KEYS:
-        raise ValueTypeError(f"line {number}: a receipt must have exactly the 8 receipt keys", "the file is damaged")
+        raise ValueTypeError(f"a receipt must have exactly the 8 receipt keys", "the file is damaged").at_line(number)
     payload = receipt["event_data"]
     if payload is not None and hashlib.sha256(dumps(payload).encode()).hexdigest() != receipt["event_hash"]:
-        raise ValueTypeError(f"line {number}: event {receipt['event']} does not hash to its event_hash",
-                             "the file was altered")
+        raise ValueTypeError(f"event {receipt['event']} does not hash to its event_hash",
+                             "the file was altered").at_line(number)
