@@ -15,7 +15,7 @@ from fgraph.streams import restore as _restore
 from fgraph.core import transact as _transact
 from fgraph.core.canonical import loads
 from fgraph.core.catalog import IdentityCache
-from fgraph.core.errors import ReadOnly, SchemaError, Unsupported, ValueTypeError
+from fgraph.core.errors import ReadOnly, Unsupported, ValueTypeError
 from fgraph.core.identity import event_factory_from_env, make_clock
 from fgraph.core.declare import declaration
 from fgraph.core.schema_cache import SchemaCache
@@ -37,6 +37,9 @@ def connect(path=DEFAULT_PATH, *, clock=None, read_only: bool = False, query_bud
 
 
 class Db:
+
+
+    """One open database (or a historical view of one): the library façade of spec 11 §3."""
     def __init__(self, conn, path: str, *, clock, read_only: bool, event_factory, basis: int | None = None):
         self.connection = conn
         self.path = path
@@ -50,6 +53,7 @@ class Db:
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
+        """Close the connection; the Db cannot be used afterwards."""
         if self._owns_connection and self.connection is not None:
             self.connection.close()
         self.connection = None
@@ -73,6 +77,7 @@ class Db:
     # -- writes -----------------------------------------------------------------
     def transact(self, data, *, source=None, by=None, meta=UNSET, tx=None, operation_id=None,
                  if_basis_tx=None) -> dict:
+        """Commit one request (spec 03): a map, an operation or a list of them, with its options; returns the report."""
         self._writable()
         request = Request(data, source=source, by=by, meta=meta, tx=tx, operation_id=operation_id,
                           if_basis_tx=if_basis_tx)
@@ -101,6 +106,7 @@ class Db:
 
     def declare(self, attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None,
                 doc=None, vector_model=None, operation_id=None, if_basis_tx=None) -> dict:
+        """Declare an attribute's schema: exactly ``transact`` of the map ``declaration()`` builds (spec 03 §4)."""
         self._writable()
         return self.transact(declaration(attr, type=type, ref=ref, many=many, unique=unique,
                                          nohistory=nohistory, dims=dims, doc=doc, vector_model=vector_model),
@@ -123,6 +129,7 @@ class Db:
             yield line
 
     def event_records(self, since: int = GENESIS_TX, through: int | None = None) -> list:
+        """The event/1 records after ``since`` (exclusive) up to ``through`` (inclusive), as a list."""
         return [loads(line) for line in self.iter_events(since, through)]
 
     def _through(self, through):
@@ -130,25 +137,36 @@ class Db:
             return through
         return self.basis if through is None else min(through, self.basis)
 
-    def follow_lines(self, since=None, *, stop=None):
-        """Event lines after ``since`` (resolved like at()), then every later commit, forever."""
+    def follow_lines(self, since=None, *, stop=None, interval: float = 0.05):
+        """Event lines after ``since`` (resolved like at()), then every later commit, forever.
+
+        ``interval`` bounds the wait between two polls; the follower backs off from 5 ms to
+        ``min(interval, 50 ms)`` while nothing commits.
+        """
         if self.basis is not None:
             raise Unsupported("cannot follow a historical view", "follow the database itself")
         after = GENESIS_TX if since is None else self._reader().resolve_time(since, absolute=True)
-        for _, line in _events.follow_lines(self.connection, after, stop=stop):
+        for _, line in _events.follow_lines(self.connection, after, stop=stop, longest=interval):
             yield line
 
     def follow(self, since=None, *, interval: float = 0.5):
-        for line in self.follow_lines(since):
+        """Event records after ``since``, then every later commit, forever (spec 04 §4).
+
+        The published signature's ``interval`` (0.5 s) bounds the wait between polls; this
+        runtime polls faster, backing off from 5 ms to at most 50 ms.
+        """
+        for line in self.follow_lines(since, interval=interval):
             yield loads(line)
 
     def apply_summary(self, source, *, dry_run: bool = False, on_report=None) -> dict:
+        """Apply an event/1 stream in one transaction; returns the summary counts (spec 04 §5)."""
         self._writable()
         return _apply.apply_stream(self.connection, source, clock=self._clock, event_factory=self._event_factory,
                                    schema_cache=self._schema_cache, identity_cache=self._identity_cache,
                                    on_report=on_report, dry_run=dry_run)
 
     def apply(self, source) -> list:
+        """Apply an event/1 stream; returns the report of every event, in order."""
         reports: list = []
         self.apply_summary(source, on_report=reports.append)
         return reports
@@ -159,6 +177,7 @@ class Db:
         return _snapshot.iter_snapshot(self.connection, self.basis)
 
     def snapshot(self, writer=None):
+        """The snapshot/1 text of this view (spec 05 §1)."""
         if writer is None:
             return "".join(line + "\n" for line in self.iter_snapshot())
         for line in self.iter_snapshot():
@@ -176,28 +195,36 @@ class Db:
 
     # -- reads ------------------------------------------------------------------
     def stats(self) -> dict:
+        """The counts of ``fgraph info`` (spec 09)."""
         return self._reader().stats()
 
     def entity(self, ref, depth: int = 1) -> dict:
+        """An entity's live attributes, nested refs to ``depth`` (spec 09)."""
         return self._reader().entity(ref, depth)
 
     def history(self, ref, attr=None) -> list:
+        """Every fact ever asserted for an entity (or one attribute of it), with its transactions."""
         return self._reader().history(ref, attr)
 
     def why(self, ref, attr=None) -> list:
+        """An entity's live facts with the transactions that asserted them."""
         return self._reader().why(ref, attr)
 
     def diff(self, t1, t2) -> dict:
+        """The facts asserted and retracted after ``t1`` up to ``t2``."""
         return self._reader().diff(t1, t2)
 
     def changes(self, since, until=None) -> dict:
+        """The facts asserted and retracted after ``since``, per transaction."""
         reader = self._reader()
         return reader.diff(since, reader.basis if until is None else until)
 
     def receipt(self, transaction) -> dict:
+        """The receipt of one transaction (spec 03 §13)."""
         return self._reader().receipt(transaction)
 
     def at(self, value) -> "Db":
+        """A read-only view of the database as of a transaction id or time (spec 09)."""
         basis = self._reader().resolve_time(value, absolute=True)
         if self.basis is not None:
             basis = min(basis, self.basis)  # a view never sees past its own basis
@@ -205,6 +232,7 @@ class Db:
                   event_factory=self._event_factory, basis=basis)
 
     def latest_tx(self) -> int:
+        """The latest committed transaction this view sees."""
         return self._reader().basis
 
     # -- maintenance (spec 06) ----------------------------------------------------

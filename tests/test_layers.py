@@ -31,3 +31,16 @@ def test_long_modules_say_why():
         if text.count("\n") > 420 and "Size:" not in (ast.get_docstring(ast.parse(text)) or ""):
             unexplained.append(str(path.relative_to(PACKAGE)))
     assert unexplained == []
+
+
+def test_classes_and_facade_methods_have_docstrings():
+    missing = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and not ast.get_docstring(node):
+                missing.append(f"{path.name}:{node.name}")
+    facade = ast.parse((PACKAGE / "db.py").read_text())
+    for node in ast.walk(facade):
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and not ast.get_docstring(node):
+            missing.append(f"db.py:{node.name}")
+    assert missing == []

@@ -15,6 +15,9 @@ TYPE_TAGS = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 
 
 
 class Constraints:
+
+
+    """The final-state checks of a plan, mixed into ``Planner``: they read its working slots and schema."""
     def check_declaration(self, a) -> None:
         label = self.attribute_label(a)
         s = self.schema(a)

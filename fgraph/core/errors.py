@@ -35,38 +35,65 @@ class FgraphError(Exception):
 
 
 class NotFound(FgraphError):
+
+
+    """An entity, attribute, transaction or file that the request names does not exist."""
     name = "NotFound"
 
 
 class Conflict(FgraphError):
+
+
+    """The request contradicts the current state: a stale basis, a taken unique value, a reused operation id."""
     name = "Conflict"
 
 
 class SchemaError(FgraphError):
+
+
+    """An attribute name or declaration is invalid, or data contradicts a declaration."""
     name = "SchemaError"
 
 
 class ValueTypeError(FgraphError):
+
+
+    """A value or argument has the wrong type or shape (contract name ``TypeError``)."""
     name = "TypeError"
 
 
 class QueryError(FgraphError):
+
+
+    """A query or read argument is malformed."""
     name = "QueryError"
 
 
 class FormatError(FgraphError):
+
+
+    """A file is not (or no longer) a sound format-v2 database or stream."""
     name = "FormatError"
 
 
 class ReadOnly(FgraphError):
+
+
+    """A write was attempted through a read-only database or view."""
     name = "ReadOnly"
 
 
 class TooLarge(FgraphError):
+
+
+    """A value, event, line or work budget is over its cap."""
     name = "TooLarge"
 
 
 class Unsupported(FgraphError):
+
+
+    """The operation is not available here (system entities, historical views, later features)."""
     name = "Unsupported"
 
 

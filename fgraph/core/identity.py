@@ -14,8 +14,8 @@ import time
 import uuid
 from typing import Callable
 
-from fgraph.core.errors import Conflict, ValueTypeError
-from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, UUID_RE  # noqa: F401 (re-exported)
+from fgraph.core.errors import ValueTypeError
+from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, UUID_RE  # noqa: F401 (GENESIS_TX re-exported)
 
 GENESIS_EVENT = "00000000-0000-4000-8000-000000000040"
 TICK = 1_000_000
@@ -128,8 +128,3 @@ def gid_to_uuid(gid: bytes) -> str:
 def uuid_to_gid(text: str) -> bytes:
     return uuid.UUID(text).bytes
 
-
-def check_gid_unused(exists: bool, event_uuid: str) -> None:
-    if exists:
-        raise Conflict(f"event UUID {event_uuid} is already used by an identity",
-                       "retry; a fresh UUID is drawn for every transaction")

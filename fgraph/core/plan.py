@@ -40,6 +40,9 @@ class NewIdent:
 
 
 class Slot:
+
+
+    """The working values of one (entity, attribute) during planning, over its live rows."""
     __slots__ = ("e", "a", "live", "present", "removed", "items")
 
     def __init__(self, e, a, live):
@@ -51,6 +54,9 @@ class Slot:
 
 
 class Planner(Constraints):
+
+
+    """Expands one request, item by item, into the delta it commits (spec 03 §5)."""
     def __init__(self, catalog: Catalog, schema_cache: SchemaCache | None = None):
         self.cat = catalog
         self.schema_cache = schema_cache if schema_cache is not None else SchemaCache()

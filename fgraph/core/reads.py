@@ -14,7 +14,6 @@ from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.core.values import RefWire
 
-RECEIPT_ATTRS = (A_AT, A_BY, A_SOURCE, A_META, A_IMPORTED_AT)
 
 
 class Reader:

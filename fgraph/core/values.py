@@ -50,6 +50,9 @@ def logical_name(t: int) -> str:
 
 
 class Value(NamedTuple):
+
+
+    """A stored value: its tag ``t``, its column value ``v`` and, for indirect tags, the blob."""
     t: int
     v: int | float | str | bytes
     blob: str | bytes | None = None
@@ -60,10 +63,16 @@ class Value(NamedTuple):
 
 
 class RefWire(NamedTuple):
+
+
+    """A ``{"ref": selector}`` value whose selector the caller still has to resolve."""
     selector: object
 
 
 class _Missing:
+
+
+    """The ``{"missing": true}`` marker of cas."""
     __slots__ = ()
 
     def __repr__(self) -> str:

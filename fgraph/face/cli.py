@@ -59,6 +59,9 @@ class _Escaped(Exception):
 
 
 class _Group(click.Group):
+
+
+    """The click group that maps every typed error to its message and exit code in one place."""
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)

@@ -24,7 +24,7 @@ import orjson
 
 from fgraph.core import layout, values
 from fgraph.ops.doctor_support import (EXCISION_KEYS, EXPECTED_FTS, FACT_SCAN, FTS_DRIFT, MAX_LINES, ORPHAN_FILTER,
-                                   ORPHANS, REPORT_KEYS, UUID_RE, VALID_TX, CanonicalParser, _BlobCheck,
+                                   ORPHANS, REPORT_KEYS, VALID_TX, CanonicalParser, _BlobCheck,
                                    _IntegrityThread, _json_check, _key, _uuid, _well_formed,
                                    integrity_rows)
 from fgraph.core.errors import FgraphError, FormatError, ReadOnly, ValueTypeError
@@ -38,13 +38,16 @@ from fgraph.streams.snapshot import logical_digest
 from fgraph.core.txn import read_transaction, write_transaction
 from fgraph.core.rows import Rows
 from fgraph.ops import scrub
-from fgraph.core.limits import GENESIS_TX, INT64_MAX, is_subsequence
+from fgraph.core.limits import GENESIS_TX, INT64_MAX, UUID_RE, is_subsequence
 
 
 SCHEMA_ATTRIBUTE_IDS = ", ".join(str(a) for a in (A_MANY, A_UNIQUE, A_TYPE, A_DIMS, A_VECTOR_MODEL))
 
 
 class _Doctor:
+
+
+    """One pass of every check of spec 06 §3 over one read transaction."""
     def __init__(self, conn: apsw.Connection):
         self.conn = conn
         self.q = conn.execute

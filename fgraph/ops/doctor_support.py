@@ -7,7 +7,6 @@ Kept apart from the checks themselves (``fgraph.ops.doctor``) so each module sta
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections import OrderedDict
 
@@ -18,7 +17,7 @@ from fgraph.core import values
 from fgraph.core.canonical import dumps, format_float, loads
 from fgraph.core.errors import FgraphError
 from fgraph.core.genesis import A_AT
-from fgraph.core.limits import EVENT_KEYS, UUID_RE  # noqa: F401 (doctor imports them)
+from fgraph.core.limits import EVENT_KEYS
 from fgraph.core.values import TAG_INSTANT
 
 REPORT_KEYS = ("expected_fts_rows", "fts_rows", "fts_rows_rebuilt", "integrity", "ok", "orphaned_blobs",

@@ -19,7 +19,7 @@ from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uui
 from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.transact import UNSET, Request, already_applied_report, run_in_transaction
 from fgraph.core.txn import write_transaction
-from fgraph.core.values import RefWire, Value
+from fgraph.core.values import RefWire
 from fgraph.core.limits import EVENT_KEYS, MAX_EVENT_BYTES
 from fgraph.core.replay import Replay
 
@@ -251,6 +251,3 @@ class DryRun:
                 "new": counts["applied"], "noop": counts["noop"],
                 "truncated": self.conflicting > len(self.conflicts) or len(self.disagreements) >= DRY_RUN_LIST_CAP}
 
-
-def read_error(path: str, exc: OSError) -> FormatError:
-    return FormatError(f"cannot read {path!r}: {exc.strerror or exc}", "check the path and its permissions")

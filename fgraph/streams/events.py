@@ -67,13 +67,14 @@ def iter_event_lines(conn, since: int = GENESIS_TX, through: int | None = None) 
         yield tx, (data if data is not None else redacted_stub(cat, tx, event_hash))
 
 
-def follow_lines(conn, after: int, *, stop=None) -> Iterator[tuple[int, str]]:
+def follow_lines(conn, after: int, *, stop=None, longest: float = FOLLOW_MAX_INTERVAL) -> Iterator[tuple[int, str]]:
     """Events after ``after`` now and as they commit, forever (or until ``stop()`` is true).
 
     ``data_version`` changes whenever another connection commits, so an idle
     follower costs one cheap pragma per wake-up; the wake-up interval backs off
-    from 5 ms to 50 ms while nothing happens.
+    from 5 ms to ``longest`` (at most 50 ms) while nothing happens.
     """
+    longest = max(FOLLOW_MIN_INTERVAL, min(longest, FOLLOW_MAX_INTERVAL))
     interval = FOLLOW_MIN_INTERVAL
     version = None
     while stop is None or not stop():
@@ -89,4 +90,4 @@ def follow_lines(conn, after: int, *, stop=None) -> Iterator[tuple[int, str]]:
                 interval = FOLLOW_MIN_INTERVAL
                 continue
         time.sleep(interval)
-        interval = min(interval * 2, FOLLOW_MAX_INTERVAL)
+        interval = min(interval * 2, longest)

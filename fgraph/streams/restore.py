@@ -14,13 +14,14 @@ import re
 from collections import OrderedDict
 
 from fgraph.core import values
-from fgraph.streams.apply import MAX_EVENT_BYTES, iter_lines
+from fgraph.streams.apply import iter_lines
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, GENESIS_AT_FACT, genesis_event
-from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
+from fgraph.core.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
+from fgraph.core.limits import GENESIS_TX
 from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.rows import Rows
 from fgraph.core.transact import check_operation_id
@@ -47,6 +48,9 @@ def _instant(value, what: str) -> int:
 
 
 class Restorer:
+
+
+    """Turns snapshot/1 records, in order, into rows of a pristine database."""
     def __init__(self, conn):
         self.conn = conn
         self.cat = Catalog(conn)

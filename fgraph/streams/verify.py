@@ -76,7 +76,7 @@ def _next(lines, cap):
 
 def _verify_snapshot(header, text, number, lines) -> dict:
     if set(header) != HEADER_KEYS or header.get("format") != 2:
-        raise ValueTypeError(f"not a snapshot/1 format 2 header", "the file is damaged").at_line(number)
+        raise ValueTypeError("not a snapshot/1 format 2 header", "the file is damaged").at_line(number)
     digest = hashlib.sha256(dumps(header).encode() + b"\n")
     receipts = facts = 0
     last_event = None
@@ -84,13 +84,13 @@ def _verify_snapshot(header, text, number, lines) -> dict:
     while (item := _next(lines, MAX_LINE_BYTES)) is not None:
         number, record, text = item
         if footer is not None:
-            raise ValueTypeError(f"a record follows the footer", "the file is damaged").at_line(number)
+            raise ValueTypeError("a record follows the footer", "the file is damaged").at_line(number)
         if isinstance(record, dict) and record.get("fgraph") == "end":
             footer = (number, record)
             continue
         if isinstance(record, dict) and set(record) == {"receipt"}:
             if facts:
-                raise ValueTypeError(f"a receipt follows a fact", "the file is damaged").at_line(number)
+                raise ValueTypeError("a receipt follows a fact", "the file is damaged").at_line(number)
             _check_receipt(number, record["receipt"])
             receipts += 1
             last_event = record["receipt"]["event"]
@@ -98,16 +98,16 @@ def _verify_snapshot(header, text, number, lines) -> dict:
                 and len(record["fact"]) == 6:
             facts += 1
         else:
-            raise ValueTypeError(f"neither a receipt, a fact nor the footer", "the file is damaged").at_line(number)
+            raise ValueTypeError("neither a receipt, a fact nor the footer", "the file is damaged").at_line(number)
         digest.update(dumps(record).encode() + b"\n")
     if footer is None:
         raise ValueTypeError("the snapshot has no footer (truncated?)", "take a new snapshot")
     number, record = footer
     if set(record) != FOOTER_KEYS or record["receipts"] != receipts or record["facts"] != facts:
-        raise ValueTypeError(f"the footer counts do not match the body "
+        raise ValueTypeError("the footer counts do not match the body "
                              f"({receipts} receipts, {facts} facts)", "the file is damaged").at_line(number)
     if record["sha256"] != digest.hexdigest():
-        raise Conflict(f"the footer digest does not match the records", "the file was altered").at_line(number)
+        raise Conflict("the footer digest does not match the records", "the file was altered").at_line(number)
     if header["basis"] != (last_event or "00000000-0000-4000-8000-000000000040"):
         raise Conflict("line 1: the header basis is not the last receipt's event", "the file was altered")
     return {"basis": header["basis"], "created_at": header["created_at"], "facts": facts, "kind": "snapshot/1",
@@ -116,7 +116,7 @@ def _verify_snapshot(header, text, number, lines) -> dict:
 
 def _check_receipt(number: int, receipt) -> None:
     if not isinstance(receipt, dict) or set(receipt) != RECEIPT_KEYS:
-        raise ValueTypeError(f"a receipt must have exactly the 8 receipt keys", "the file is damaged").at_line(number)
+        raise ValueTypeError("a receipt must have exactly the 8 receipt keys", "the file is damaged").at_line(number)
     payload = receipt["event_data"]
     if payload is not None and hashlib.sha256(dumps(payload).encode()).hexdigest() != receipt["event_hash"]:
         raise ValueTypeError(f"event {receipt['event']} does not hash to its event_hash",
