@@ -140,7 +140,7 @@ def write_case(path: Path, case: dict[str, Any]) -> None:
 # Fill and check
 
 
-def fill(path: Path, fgraph: Any) -> int:
+def fill(path: Path, fgraph: Any, cli: str | None = None) -> int:
     """Fill missing expectations of one case; returns the number of steps filled."""
     case = runner.load_case(path)
     reason = runner.subset_skip_reason(case)
@@ -162,7 +162,8 @@ def fill(path: Path, fgraph: Any) -> int:
             step["expect"] = value
             filled += 1
 
-    runner.perform_raw(case, runner.LibraryAdapter(fgraph), visit)
+    adapter = runner.CliAdapter(cli, label="peer") if cli else runner.LibraryAdapter(fgraph)
+    runner.perform_raw(case, adapter, visit)
     runner.validate_case(case)
     write_case(path, case)
     return filled
@@ -205,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only run and report")
     parser.add_argument("--any-runtime", action="store_true",
                         help="allow filling from a runtime other than fgraph 1.2.0")
+    parser.add_argument("--cli", metavar="EXECUTABLE",
+                        help="fill from the published runtime's CLI instead of its library (for CLI-only "
+                             "steps such as batch), e.g. ../shared/tools/refpeer")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
 
@@ -224,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fgraph {version}: {counts['PASS']} passed, {counts['SKIP']} skipped, "
               f"{counts['FAIL']} failed")
         return 1 if counts["FAIL"] else 0
-    if version != PUBLISHED_VERSION and not args.any_runtime:
+    if version != PUBLISHED_VERSION and not args.any_runtime and not args.cli:
         print(f"derive.py: refusing to fill expectations from fgraph {version}; run it with "
               f"$(../shared/tools/refpeer --python) or pass --any-runtime", file=sys.stderr)
         return 2
@@ -232,7 +236,16 @@ def main(argv: list[str] | None = None) -> int:
         if is_divergent(path):
             print(f"{path}: divergent case, expectations are written by hand; not filled")
             continue
-        filled = fill(path, fgraph)
+        filled = fill(path, fgraph, args.cli)
+        if args.cli:
+            case = runner.load_case(path)
+            try:
+                runner.run_case(case, runner.CliAdapter(args.cli, label="peer"))
+                verdict = "PASS"
+            except (runner.CaseFailure, runner.CaseSkipped) as exc:
+                verdict = f"{type(exc).__name__}: {exc}"
+            print(f"{path}: filled {filled} step(s) from {args.cli}; check: {verdict}")
+            continue
         print(f"{path}: filled {filled} step(s); check: {check(path, fgraph, verbose=False)}")
     return 0
 

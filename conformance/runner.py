@@ -62,13 +62,18 @@ STREAM_WRITES = frozenset({"apply"})
 SNAPSHOT_READS = frozenset({"snapshot"})
 SNAPSHOT_WRITES = frozenset({"restore"})
 HISTORY_WRITES = frozenset({"excise"})
+#: project extension (spec 09 §4.1): ``batch`` is ``add -`` in batch mode — NDJSON
+#: records, ``--batch-size N`` and optionally ``--operation-id-prefix P``. It is a CLI
+#: feature, so library adapters cannot express it (the case is then skipped there).
+BATCH_WRITES = frozenset({"batch"})
+BATCH_KEYS = frozenset({"records", "batch_size", "operation_id_prefix"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
 LATER_READS = frozenset({"q", "explain", "datoms", "search", "attributes", "schema",
                          "validate", "schema_manifest", "schema_check"})
 LATER_WRITES = frozenset({"shape", "schema_apply"})
 ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS
-           | SNAPSHOT_WRITES | HISTORY_WRITES | LATER_READS | LATER_WRITES | {"at"})
-WRITE_ACTIONS = CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | LATER_WRITES
+           | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_READS | LATER_WRITES | {"at"})
+WRITE_ACTIONS = CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_WRITES
 EVENTS_KEYS = frozenset({"since", "through"})
 EXCISE_KEYS = frozenset({"ref", "operation_id", "if_basis_tx"})
 #: keys of our excise report that the published runtime does not have: ``scrub``
@@ -189,6 +194,12 @@ def _validate_steps(steps: list[Any], path: str) -> None:
             if not isinstance(value, dict) or "ref" not in value or set(value) - EXCISE_KEYS:
                 raise CaseFormatError(f"{where}: 'excise' takes an object with 'ref' and optionally "
                                       f"'operation_id' and 'if_basis_tx'")
+        if action == "batch":
+            value = step["batch"]
+            if not isinstance(value, dict) or not {"records", "batch_size"} <= set(value) \
+                    or set(value) - BATCH_KEYS or not isinstance(value["records"], list) or not value["records"]:
+                raise CaseFormatError(f"{where}: 'batch' takes an object with 'records' (a non-empty list), "
+                                      f"'batch_size' and optionally 'operation_id_prefix'")
         if action == "at":
             if "error" in step and "steps" in step:
                 raise CaseFormatError(f"{where}: an 'at' step with 'error' has no 'steps'")
@@ -953,6 +964,12 @@ class CliAdapter(Adapter):
             return self.run(["restore", "-"], write=True, stdin=data)
         if action == "excise":
             return _excise_report(self.run(self._excise_args(value), write=True))
+        if action == "batch":
+            args = ["add", "-", f"--batch-size={_int_arg(value['batch_size'], 'batch_size')}"]
+            if "operation_id_prefix" in value:
+                args.append(f"--operation-id-prefix={_text_arg(value['operation_id_prefix'], 'prefix')}")
+            records = "".join(dumps_json(r, ascii_only=True) + "\n" for r in value["records"])
+            return self.run(args, write=True, stdin=records.encode("utf-8"))
         raise NotExpressible(f"action {action!r} has no CLI form")
 
     def _excise_args(self, value: dict[str, Any]) -> list[str]:
