@@ -78,6 +78,7 @@ class Planner(Constraints):
         self._schema_moved: set = set()          # attributes whose schema facts this plan touched
         self.touched: set = set()               # entities that are the subject of some item of the request
         self.double_assertions: list = []       # slots that got a second pending value (judged in finish)
+        self._stored_dims: dict = {}            # attribute -> dimension of its stored vectors, see stored_dims
         self.entity_retractions: dict = {}      # (id(slot), key) -> holder (None: own fact) of ["retract", e]
 
     # -- identities -----------------------------------------------------------
@@ -266,12 +267,29 @@ class Planner(Constraints):
                 f"{values.logical_name(value.t)}", "write a value of that type or change its declaration")
         if value.t == values.TAG_VECTOR and infer:
             length = len(value.blob) // 4
-            if s["dims"] is None:
+            stored = self.stored_dims(a) if s["dims"] is None else None
+            if s["dims"] is None and stored is None:
                 self.assert_fact(a, A_DIMS, Value(values.TAG_INT, length, None))
-            elif s["dims"] != length:
+            elif s["dims"] is None and stored != length:
+                # Without declared dims, vectors already stored fix the dimension (published behaviour).
+                raise ValueTypeError(
+                    f"attribute {self.attribute_label(a)!r} requires vectors with {stored} dimensions, got {length}",
+                    "write a vector of that dimension, or declare the intended dims")
+            elif s["dims"] is not None and s["dims"] != length:
                 raise ValueTypeError(
                     f"attribute {self.attribute_label(a)!r} holds {s['dims']}-dimensional vectors, not {length}",
                     "pass a vector of the declared dimension")
+
+    def stored_dims(self, a):
+        """The dimension of the first vector stored for ``a`` (live or not), None if there is none."""
+        if not isinstance(a, int):
+            return None
+        if a not in self._stored_dims:
+            row = self.cat.conn.execute(
+                "SELECT length(b.data) FROM fgraph_facts AS f JOIN fgraph_blobs AS b ON b.hash = f.v "
+                "WHERE f.a = ? AND f.t = ? ORDER BY f.id LIMIT 1", (a, values.TAG_VECTOR)).fetchone()
+            self._stored_dims[a] = None if row is None else row[0] // 4
+        return self._stored_dims[a]
 
     # -- working set ------------------------------------------------------------
     def assert_fact(self, e, a, value: Value) -> None:
