@@ -334,9 +334,8 @@ class Planner(Constraints):
         found = self.owners.get((a, key))
         return found[0] if found else None
 
-    def check_pinned(self, entity, m: dict) -> None:
-        """A map whose id pins an entity while one of its unique values belongs to another
-        entity is a Conflict, raised before the map's values are planned."""
+    def unique_owners(self, m: dict):
+        """(key, raw value, owner) for every unique value of a map, in key order (owner may be None)."""
         for key in sorted(k for k in m if k != "id"):
             if not isinstance(key, str) or not ATTRIBUTE_RE.match(key):
                 continue
@@ -347,10 +346,15 @@ class Planner(Constraints):
                 if values.is_entity_map(raw):
                     continue
                 value = self.plain_value(raw, allocate=False)
-                owner = None if value is None else self.unique_owner(a, (value.t, value.v))
-                if owner is not None and owner is not entity and owner != entity:
-                    raise Conflict(f"map id {m['id']!r} pins another entity than the owner of its unique "
-                                   f"{key} value {raw!r}", "omit the id to upsert onto the owner, or change the value")
+                yield key, raw, None if value is None else self.unique_owner(a, (value.t, value.v))
+
+    def check_pinned(self, entity, m: dict) -> None:
+        """A map whose id pins an entity while one of its unique values belongs to another
+        entity is a Conflict, raised before the map's values are planned."""
+        for key, raw, owner in self.unique_owners(m):
+            if owner is not None and owner is not entity and owner != entity:
+                raise Conflict(f"map id {m['id']!r} pins another entity than the owner of its unique "
+                               f"{key} value {raw!r}", "omit the id to upsert onto the owner, or change the value")
 
     # -- request items ----------------------------------------------------------
     def plan_data(self, data) -> None:
@@ -397,20 +401,10 @@ class Planner(Constraints):
         return entity
 
     def upsert_target(self, m: dict):
-        for key in sorted(k for k in m if k != "id"):
-            if not isinstance(key, str) or not ATTRIBUTE_RE.match(key):
-                continue
-            a = self.named(key, allocate=False)
-            if a is None or not self.schema(a)["unique"]:
-                continue
-            raws = m[key] if isinstance(m[key], list) else [m[key]]
-            for raw in raws:
-                if values.is_entity_map(raw):
-                    continue
-                value = self.plain_value(raw, allocate=False)
-                owner = None if value is None else self.unique_owner(a, (value.t, value.v))
-                if owner is not None:
-                    return owner
+        """The entity a map without id upserts onto: the owner of its first unique value that has one."""
+        for _, _, owner in self.unique_owners(m):
+            if owner is not None:
+                return owner
         return None
 
     def assert_value(self, e, a, raw) -> None:

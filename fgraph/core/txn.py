@@ -50,21 +50,14 @@ def write_transaction(conn: apsw.Connection, *caches) -> Iterator[WriteTransacti
     handle = WriteTransaction(conn)
     try:
         yield handle
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK" if handle.discarded else "COMMIT")
     except BaseException:
         for cache in caches:
             cache.clear()
         if not conn.getautocommit():
             conn.execute("ROLLBACK")
         raise
-    if not conn.getautocommit():
-        try:
-            conn.execute("ROLLBACK" if handle.discarded else "COMMIT")
-        except BaseException:
-            for cache in caches:
-                cache.clear()
-            if not conn.getautocommit():
-                conn.execute("ROLLBACK")
-            raise
 
 
 @contextlib.contextmanager
