@@ -325,3 +325,25 @@ def test_peer_agrees_on_clean_and_damaged_files(template, tmp_path):
 def test_reserved_tuple_no_longer_holds_backup_and_doctor():
     assert "doctor" in cli.cli.commands and "backup" in cli.cli.commands and "restore-backup" in cli.cli.commands
     assert "doctor" not in cli.RESERVED and "backup" not in cli.RESERVED
+
+
+def test_the_integrity_thread_hands_over_what_it_caught():
+    """Issue 11 item 6: nothing is swallowed. SQLite errors mean "check on your own handle";
+    anything else is a bug and reaches the caller."""
+    import apsw
+
+    from fgraph.ops.doctor_support import _IntegrityThread
+
+    def cannot_open():
+        raise apsw.CantOpenError("no second handle")
+
+    def buggy():
+        raise RuntimeError("a bug")
+
+    fallback = _IntegrityThread(cannot_open)
+    fallback.start()
+    assert fallback.result() is None and isinstance(fallback.error, apsw.CantOpenError)
+    bug = _IntegrityThread(buggy)
+    bug.start()
+    with pytest.raises(RuntimeError, match="a bug"):
+        bug.result()

@@ -152,19 +152,32 @@ class _IntegrityThread(threading.Thread):
 
     def __init__(self, opener):
         super().__init__(name="fgraph-doctor-integrity", daemon=True)
-        self.opener, self.rows = opener, None
+        self.opener, self.rows, self.error = opener, None, None
 
     def run(self) -> None:
         try:
             conn = self.opener()
-        except BaseException:  # noqa: BLE001 - the caller falls back to its own handle
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
+            self.error = exc
             return
         try:
             self.rows = integrity_rows(conn)
-        except BaseException:  # noqa: BLE001
-            self.rows = None
+        except BaseException as exc:  # noqa: BLE001
+            self.error = exc
         finally:
             conn.close()
+
+    def result(self):
+        """The integrity rows, or None when the caller should check on its own handle instead.
+
+        SQLite and typed errors (a file that cannot be opened twice, damage) mean: check again on
+        the caller's handle, which reports them. Anything else is a bug and is raised here, in the
+        caller's thread, instead of being swallowed.
+        """
+        self.join()
+        if self.error is not None and not isinstance(self.error, (apsw.Error, FgraphError, OSError)):
+            raise self.error
+        return self.rows
 
 
 def _well_formed(doc: dict) -> bool:
