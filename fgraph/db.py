@@ -238,6 +238,10 @@ class Db:
     # -- maintenance (spec 06) ----------------------------------------------------
     def doctor(self, repair: bool = False, *, expect_digest: str | None = None) -> dict:
         """The 13-key doctor report; ``repair`` rebuilds FTS and drops orphaned blobs (writable only)."""
+        return self.diagnose(repair, expect_digest=expect_digest).report
+
+    def diagnose(self, repair: bool = False, *, expect_digest: str | None = None) -> _doctor.Diagnosis:
+        """``doctor`` with its problems as records (kind, message, repairable) and a ``describe()`` for people."""
         if repair:
             self._writable()
         second = None

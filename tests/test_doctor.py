@@ -184,7 +184,10 @@ def test_damage_catalogue(template, tmp_path):
         (detected if found else missed).append(name)
         if found and not isinstance(report, FormatError):
             assert report["repair_needed"] == repairable or not repairable, (name, report)
-            assert all(doctor.is_repairable(p) for p in report["problems"]) == repairable, (name, report["problems"])
+            with fgraph.connect(path, read_only=True) as db:
+                records = db.diagnose().problems
+            assert [p.message for p in records] == report["problems"]
+            assert all(p.repairable for p in records) == repairable, (name, records)
     for kind in FILE_DAMAGE:
         path = copy_of(template, tmp_path, kind.replace(" ", "-") + ".db")
         damage_file(path, kind)
@@ -332,7 +335,7 @@ def test_the_integrity_thread_hands_over_what_it_caught():
     anything else is a bug and reaches the caller."""
     import apsw
 
-    from fgraph.ops.doctor_support import _IntegrityThread
+    from fgraph.ops.doctor.physical import IntegrityThread as _IntegrityThread
 
     def cannot_open():
         raise apsw.CantOpenError("no second handle")

@@ -399,12 +399,11 @@ def backup(ctx, dest):
 @click.pass_context
 def doctor(ctx, repair, expect_digest):
     """Check every invariant; exit 1 when the report is not ok (the published runtime exits 0)."""
-    from fgraph.ops.doctor import describe
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
     with connect(path, read_only=not repair) as db:
-        report = db.doctor(repair, expect_digest=expect_digest)
-    _write_line(dumps(report) if ctx.meta.get(_JSON) else describe(report))
-    return EXIT_OK if report["ok"] else EXIT_ERROR
+        diagnosis = db.diagnose(repair, expect_digest=expect_digest)
+    _write_line(dumps(diagnosis.report) if ctx.meta.get(_JSON) else diagnosis.describe())
+    return EXIT_OK if diagnosis.ok else EXIT_ERROR
 
 
 @cli.command("restore-backup")

@@ -1,34 +1,25 @@
-"""Doctor's building blocks: SQL fragments, canonical-JSON and blob checkers, the integrity thread.
+"""Physical checks: SQLite's integrity check, the format markers and objects, and every stored
+value, blob and fact row taken on its own (spec 06 §3.3, first half).
 
-Kept apart from the checks themselves (``fgraph.ops.doctor``) so each module stays readable.
+The integrity check runs in C; with a second read-only handle it runs in a thread beside the
+logical checks. One scan of ``fgraph_facts`` (``FACT_SCAN``) yields every per-row figure, the
+values' physical forms included; two SQL functions registered here check tag-10 JSON and
+indirect blobs at C speed.
 """
-
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 
 import apsw
-import orjson
 
-from fgraph.core import values
-from fgraph.core.canonical import dumps, format_float, loads
-from fgraph.core.errors import FgraphError
-from fgraph.core.genesis import A_AT
-from fgraph.core.limits import EVENT_KEYS
-from fgraph.core.values import TAG_INSTANT
+from fgraph.core import layout, values
+from fgraph.core.canonical import dumps, loads
+from fgraph.core.errors import FgraphError, FormatError
+from fgraph.core.limits import INT64_MAX
+from fgraph.ops.doctor.payloads import CanonicalParser
 
-REPORT_KEYS = ("expected_fts_rows", "fts_rows", "fts_rows_rebuilt", "integrity", "ok", "orphaned_blobs",
-               "orphaned_blobs_removed", "problems", "repair_needed", "repaired", "schema_problems",
-               "shape_violations", "unverifiable_event_hashes")
-FTS_DRIFT = "full-text index differs from live text facts"
-ORPHANS = "orphaned blobs: "
-MAX_LINES = 20
-EXCISION_KEYS = frozenset({"asserted", "at", "created", "event", "fgraph", "redacted", "redacts", "retracted"})
-VALID_TX = ("EXISTS (SELECT 1 FROM fgraph_events vev WHERE vev.tx = {0}) AND EXISTS (SELECT 1 FROM fgraph_facts vr INDEXED BY "
-            f"fgraph_hist WHERE vr.e = {{0}} AND vr.a = {A_AT} AND vr.tx = {{0}} AND vr.t = {TAG_INSTANT} AND vr.rx IS NULL)")
 PHYSICAL_OK = """CASE t
   WHEN 0 THEN typeof(v) = 'integer' AND v > 0
   WHEN 1 THEN typeof(v) = 'integer' AND v IN (0, 1)
@@ -48,46 +39,76 @@ FACT_SCAN = f"""SELECT count(*), max(e), max(a), max(tx), max(rx), max(CASE WHEN
   sum(CASE WHEN rx IS NULL AND t IN (4, 8) THEN 1 ELSE 0 END),
   sum(CASE WHEN t IN (7, 8, 9) AND NOT EXISTS (SELECT 1 FROM fgraph_blobs b WHERE b.hash = v) THEN 1 ELSE 0 END)
 FROM fgraph_facts"""
-EXPECTED_FTS = ("SELECT f.id, CASE WHEN f.t = 4 THEN f.v ELSE b.data END FROM fgraph_facts f LEFT JOIN fgraph_blobs b "
-                "ON f.t = 8 AND b.hash = f.v WHERE f.rx IS NULL AND f.t IN (4, 8)")
-ORPHAN_FILTER = "hash NOT IN (SELECT v FROM fgraph_facts WHERE t IN (7, 8, 9))"
 
 
-def _uuid(gid) -> str | None:
-    if not isinstance(gid, bytes) or len(gid) != 16:
-        return None
-    h = gid.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+def register_functions(conn: apsw.Connection) -> None:
+    try:
+        conn.create_scalar_function("fgraph_doctor_json", _json_check(), 1, deterministic=True)
+        conn.create_scalar_function("fgraph_doctor_blob", _BlobCheck(), 3, deterministic=True)
+    except apsw.BusyError:  # statements of this connection are running: keep the registered ones
+        pass
 
 
-class CanonicalParser:
-    """Parse a JSON text, or return None when it is not exactly canonical (02 §4).
-
-    Float tokens are checked as they are scanned and kept verbatim (orjson Fragments), so one
-    sorted orjson dump compared with the text proves key order, escapes and numbers at C speed.
-    One parser per thread.
-    """
-
-    def __init__(self):
-        self.bad = False
-        self.decoder = json.JSONDecoder(parse_float=self.number)
-
-    def number(self, token: str):
-        if format_float(float(token)) != token:
-            self.bad = True
-        return orjson.Fragment(token)
-
-    def __call__(self, text: str, any_value: bool = False):
-        self.bad = False
-        try:
-            doc = self.decoder.decode(text)
-            same = not self.bad and (any_value or type(doc) is dict) and \
-                orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) == text.encode("utf-8")
-        except (ValueError, TypeError, RecursionError, orjson.JSONEncodeError, FgraphError):
-            return None
-        return doc if same else None
+# -- the checks (each takes the Checkup of fgraph.ops.doctor.checkup) -------------------------
+def integrity(c, rows: list) -> None:
+    """A damaged file is still checked as far as it can be read; this problem is listed first."""
+    first = str(rows[0][0]) if rows else "no result"
+    c.figures["integrity"] = first
+    if first != "ok":
+        c.findings.add("integrity", f"SQLite integrity check failed: {first.splitlines()[-1][:300]}", first=True)
 
 
+def markers_and_objects(c) -> bool:
+    """True when the file is format v2 enough for the remaining checks to mean anything."""
+    try:
+        markers = (c.one("PRAGMA application_id")[0], c.one("PRAGMA user_version")[0])
+        if markers != (layout.APPLICATION_ID, layout.USER_VERSION):
+            c.findings.add("layout", f"markers application_id={markers[0]}, user_version={markers[1]} "
+                           "are not format v2")
+            return False
+        layout.validate_objects(c.q("SELECT type, name, sql FROM sqlite_schema").fetchall(), "the file")
+        return True
+    except FormatError as exc:
+        c.findings.add("layout", f"layout differs from format v2: {exc.message}")
+    except apsw.Error as exc:
+        c.findings.add("layout", f"layout could not be read: {exc}")
+    return False
+
+
+def fact_rows(c) -> None:
+    """The one scan of every fact row; also proves the allocator and the fact-id sequence."""
+    (n, max_e, max_a, max_tx, max_rx, max_ref, max_id, bad_ids, intervals, tags, physical, fts,
+     missing_blobs) = c.one(FACT_SCAN)
+    c.missing_blobs, c.bad_tags, c.bad_values = missing_blobs, tags, physical
+    c.figures["expected_fts_rows"] = fts or 0
+    used = [x for x in (max_e, max_a, max_tx, max_rx, max_ref) if isinstance(x, int)]
+    used += [x for x in c.one("SELECT max(id), max(created_tx) FROM fgraph_ids") if isinstance(x, int)]
+    used += [x for x in c.one("SELECT max(tx) FROM fgraph_events") if isinstance(x, int)]
+    expected, found = max(used) + 1, c.meta.get("next_id")
+    if found != expected or isinstance(found, bool):
+        c.findings.add("registry", f"next_id: expected {expected}, found {found!r}")
+    elif found >= INT64_MAX:
+        c.findings.add("registry", "identity allocator is exhausted")
+    seq = c.one("SELECT seq FROM sqlite_sequence WHERE name = 'fgraph_facts'")
+    if seq is None or not isinstance(seq[0], int) or seq[0] < (max_id or 0):
+        c.findings.add("facts", f"sqlite_sequence for fgraph_facts is behind the largest fact id {max_id}")
+    c.findings.count("facts", "invalid fact identifiers", bad_ids)
+    c.findings.count("facts", "invalid transaction intervals", intervals)
+
+
+def value_forms(c) -> None:
+    c.findings.count("facts", "invalid value tags", c.bad_tags)
+    c.findings.count("facts", "invalid physical values", c.bad_values)
+
+
+def blobs(c) -> None:
+    c.findings.count("blobs", "missing blobs", c.missing_blobs)
+    c.findings.count("blobs", "invalid indirect blobs", c.one(
+        "SELECT count(DISTINCT b.hash) FROM fgraph_facts f JOIN fgraph_blobs b ON b.hash = f.v "
+        "WHERE f.t IN (7, 8, 9) AND NOT fgraph_doctor_blob(f.t, b.hash, b.data)")[0])
+
+
+# -- the SQL functions -------------------------------------------------------------------------
 def _json_check():
     """SQL function fgraph_doctor_json(v): 1 when a tag-10 value is canonical JSON text."""
     parse = CanonicalParser()
@@ -136,6 +157,7 @@ class _BlobCheck:
         return int(shape_ok and values.indirect_key(t, payload) == key)
 
 
+# -- SQLite's integrity check, here or on a second handle ------------------------------------
 def integrity_rows(conn: apsw.Connection) -> list:
     """``PRAGMA integrity_check``; when it cannot even run, ``quick_check`` or the error says why."""
     try:
@@ -147,7 +169,7 @@ def integrity_rows(conn: apsw.Connection) -> list:
             return [(str(exc),)]
 
 
-class _IntegrityThread(threading.Thread):
+class IntegrityThread(threading.Thread):
     """integrity_check on a second read-only handle, overlapping the logical checks (it runs in C)."""
 
     def __init__(self, opener):
@@ -178,20 +200,3 @@ class _IntegrityThread(threading.Thread):
         if self.error is not None and not isinstance(self.error, (apsw.Error, FgraphError, OSError)):
             raise self.error
         return self.rows
-
-
-def _well_formed(doc: dict) -> bool:
-    keys = doc.keys()
-    return (type(doc.get("at")) is int and type(doc.get("asserted")) is list and type(doc.get("created")) is list
-            and type(doc.get("retracted")) is list and (keys <= EVENT_KEYS or keys == EXCISION_KEYS))
-
-
-def _key(item) -> bytes:
-    """Canonical bytes of a fact tuple; orjson alone where no float can occur (its escapes are canonical)."""
-    if isinstance(item, list) and item and item[-1] not in ("float", "vector", "json") and \
-            not (len(item) == 1 and isinstance(item[0], dict)):
-        try:
-            return orjson.dumps(item)
-        except orjson.JSONEncodeError:
-            pass
-    return dumps(item).encode("utf-8")

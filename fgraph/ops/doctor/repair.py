@@ -1,0 +1,57 @@
+"""Repair (spec 06 §3.1): rebuild the derived data and finish an owed excision scrub, in one
+write transaction, and only when every problem found is repairable.
+
+The decision reads ``Problem.repairable``, never a message's wording.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from fgraph.core.errors import FormatError, ReadOnly
+from fgraph.core.txn import write_transaction
+from fgraph.ops import scrub
+from fgraph.ops.doctor import derived
+from fgraph.ops.doctor.checkup import diagnose
+from fgraph.ops.doctor.findings import Problem
+from fgraph.ops.doctor.report import Diagnosis
+
+
+def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | None = None,
+        second_handle=None) -> Diagnosis:
+    """``diagnose``, or with ``repair`` the repair in one write transaction, then the repaired diagnosis."""
+    if not repair:
+        return diagnose(conn, expect_digest=expect_digest, second_handle=second_handle)
+    if conn.readonly("main") or conn.execute("PRAGMA query_only").fetchone()[0]:
+        raise ReadOnly("doctor --repair needs a writable database", "open it writable (not read-only)")
+    with write_transaction(conn):
+        before = diagnose(conn)
+        if before.fatal:
+            raise FormatError(f"doctor found non-rebuildable format problems {[p.message for p in before.fatal]!r}",
+                              "restore from a verified backup (`fgraph restore-backup`) or a snapshot")
+        rebuilt, removed = derived.rebuild(conn)
+        conn.execute("ANALYZE")
+        after = diagnose(conn, expect_digest=expect_digest)
+        if after.problems:
+            raise FormatError(f"the repair did not leave a sound file {after.report['problems']!r}",
+                              "restore from a verified backup")
+    return after.with_figures(repaired=True, fts_rows_rebuilt=rebuilt, orphaned_blobs_removed=removed)
+
+
+def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_digest: str | None = None,
+            second_handle=None) -> Diagnosis:
+    """``run`` for a database file: a repair first finishes an excision's owed scrub, and a scrub
+    still owed afterwards is a repairable problem of the diagnosis."""
+    if repair and scrub.pending(path) is not None:
+        scrub.scrub(conn, path, None)
+    diagnosis = run(conn, repair, expect_digest=expect_digest, second_handle=second_handle)
+    return owing_scrub(diagnosis, scrub.pending(path))
+
+
+def owing_scrub(diagnosis: Diagnosis, pending: dict | None) -> Diagnosis:
+    """An excision whose on-disk scrub has not finished (a reader held the WAL, a crash) is repairable."""
+    if pending is None:
+        return diagnosis
+    return diagnosis.with_problem(Problem(
+        "scrub_pending", f"excision scrub pending since transaction {pending.get('tx')}: erased bytes may "
+        "remain in the file or its WAL", repairable=True))
