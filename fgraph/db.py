@@ -145,8 +145,8 @@ class Db:
         """
         if self.basis is not None:
             raise Unsupported("cannot follow a historical view", "follow the database itself")
-        after = GENESIS_TX if since is None else self._reader().resolve_time(since, absolute=True)
-        for _, line in _events.follow_lines(self.connection, after, stop=stop, longest=interval):
+        since_tx = GENESIS_TX if since is None else self._reader().resolve_time(since, absolute=True)
+        for _, line in _events.follow_lines(self.connection, since_tx, stop=stop, longest=interval):
             yield line
 
     def follow(self, since=None, *, interval: float = 0.5):
@@ -211,11 +211,12 @@ class Db:
         return self._reader().why(ref, attr)
 
     def diff(self, t1, t2) -> dict:
-        """The facts asserted and retracted after ``t1`` up to ``t2``."""
+        """The facts asserted and retracted after ``t1`` (the exclusive lower bound, like ``since``)
+        through ``t2`` (inclusive); the parameter names are spec 11's."""
         return self._reader().diff(t1, t2)
 
     def changes(self, since, until=None) -> dict:
-        """The facts asserted and retracted after ``since``, per transaction."""
+        """The facts asserted and retracted after ``since`` through ``until`` (default: this view's basis)."""
         reader = self._reader()
         return reader.diff(since, reader.basis if until is None else until)
 
@@ -232,7 +233,7 @@ class Db:
                   event_factory=self._event_factory, basis=basis)
 
     def latest_tx(self) -> int:
-        """The latest committed transaction this view sees."""
+        """The latest committed transaction; for a view from ``at()``, its basis."""
         return self._reader().basis
 
     # -- maintenance (spec 06) ----------------------------------------------------

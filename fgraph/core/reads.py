@@ -195,11 +195,11 @@ class Reader:
                            "pass a transaction id or a time after the database was created")
         return tx
 
-    def diff(self, t1, t2) -> dict:
-        """Facts asserted and retracted in (t1, t2], as seen from this view."""
-        lo, hi = self.resolve_time(t1, absolute=True), self.resolve_time(t2, absolute=True)
+    def diff(self, since, through) -> dict:
+        """Facts asserted and retracted in (since, through], as seen from this view."""
+        lo, hi = self.resolve_time(since, absolute=True), self.resolve_time(through, absolute=True)
         if lo > hi:
-            raise QueryError(f"diff window ({t1!r}, {t2!r}] runs backwards", "pass the earlier time first")
+            raise QueryError(f"diff window ({since!r}, {through!r}] runs backwards", "pass the earlier time first")
         hi = min(hi, self.basis)
         cols = "id, e, a, v, t, tx, rx"
         asserted = self.conn.execute(f"SELECT {cols} FROM fgraph_facts WHERE tx > ? AND tx <= ? ORDER BY id",

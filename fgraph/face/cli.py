@@ -164,7 +164,7 @@ def init(ctx):
 
 @cli.command()
 @common_options
-@click.option("--digest", is_flag=True, help="Also print basis_tx and the logical digest (snapshot sha256) there.")
+@click.option("--digest", is_flag=True, help="Also print basis_tx (the latest committed transaction) and the logical digest there.")
 @click.pass_context
 def info(ctx, digest):
     """Print the statistics of an existing database."""
@@ -183,7 +183,7 @@ def info(ctx, digest):
 @click.option("--operation-id", help="Idempotency key of the one transaction.")
 @click.option("--operation-id-prefix", help="Batch k gets operation id PREFIX:k (8 digits); needs --batch-size.")
 @click.option("--batch-size", type=click.IntRange(1, 10000), help="Transact records in batches of at most N.")
-@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.pass_context
 def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
     """Transact JSON or NDJSON given inline, as @file, or on stdin with '-'."""
@@ -202,7 +202,7 @@ def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
 @click.argument("attr", required=False)
 @click.argument("value", required=False)
 @click.option("--operation-id", help="Idempotency key of the transaction.")
-@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.pass_context
 def retract(ctx, ref, attr, value, operation_id, if_basis_tx):
     """Retract one fact (VALUE is JSON), an attribute, or a whole entity."""
@@ -228,7 +228,7 @@ def retract(ctx, ref, attr, value, operation_id, if_basis_tx):
 @click.option("--doc", help="Documentation text.")
 @click.option("--vector-model", help="Name of the embedding model.")
 @click.option("--operation-id", help="Idempotency key of the transaction.")
-@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.pass_context
 def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, history, dims, doc, vector_model,
             operation_id, if_basis_tx):
@@ -244,7 +244,7 @@ def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, his
 @common_options
 @click.argument("ref")
 @click.option("--depth", type=int, default=1, show_default=True, help="Pull referenced entities this deep.")
-@click.option("--at", type=_TimeParam(), help="Read as of a transaction id, µs instant or RFC 3339 time.")
+@click.option("--at", type=_TimeParam(), help="Pin the read (its basis) to a transaction id, µs instant or RFC 3339 time.")
 @click.pass_context
 def get(ctx, ref, depth, at):
     """Print one entity's live attributes."""
@@ -277,7 +277,7 @@ def why(ctx, ref, attr):
 @click.argument("t2", type=int)
 @click.pass_context
 def diff(ctx, t1, t2):
-    """Print the facts asserted and retracted after T1 up to T2."""
+    """Print the facts asserted and retracted after T1 (exclusive lower bound) through T2 (inclusive)."""
     _run(ctx, RO, lambda db: db.diff(t1, t2))
 
 
@@ -305,7 +305,7 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
 @cli.command()
 @common_options
 @click.option("--since", type=_TimeParam(), default=str(GENESIS_TX), show_default=True,
-              help="Exclusive start: a local tx id (with --follow also a µs instant or RFC 3339 time).")
+              help="Exclusive lower bound: a local tx id (with --follow also a µs instant or RFC 3339 time).")
 @click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
 @click.pass_context
 def tail(ctx, since, follow):
@@ -358,7 +358,7 @@ def apply(ctx, src, dry_run):
 @common_options
 @click.argument("transaction", type=int)
 @click.option("--operation-id", help="Idempotency key of the transaction.")
-@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.pass_context
 def undo(ctx, transaction, operation_id, if_basis_tx):
     """Write the audited inverse of one transaction."""
@@ -423,7 +423,7 @@ def restore_backup(ctx, backup_file, dest):
 @common_options
 @click.argument("ref")
 @click.option("--operation-id", required=True, help="Idempotency key (required: an excision is never repeated blindly).")
-@click.option("--if-basis-tx", type=int, required=True, help="Fail with Conflict unless this is the latest transaction.")
+@click.option("--if-basis-tx", type=int, required=True, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.pass_context
 def excise(ctx, ref, operation_id, if_basis_tx):
     """Erase an entity from the present and from history, and scrub its bytes from disk."""

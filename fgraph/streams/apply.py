@@ -179,7 +179,7 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
     with write_transaction(conn, schema_cache, identity_cache) as txn:
         schema_cache.validate(conn)
         if dry is not None:
-            dry.initial_basis = Catalog(conn).latest_tx()
+            dry.basis = Catalog(conn).latest_tx()
         for number, line in iter_lines(source):
             try:
                 record = parse_line(number, line)
@@ -212,7 +212,7 @@ class DryRun:
     """Bookkeeping for ``apply --dry-run``: conflicts and superseded receiver values."""
 
     def __init__(self, basis: int):
-        self.initial_basis = basis
+        self.basis = basis
         self.conflicts: list = []
         self.disagreements: list = []
         self.conflicting = 0
@@ -236,7 +236,7 @@ class DryRun:
         """Receiver facts (older than this apply) superseded without the stream retracting them."""
         explicit = {(str(e), a) for e, a, _, _ in record["retracted"]}
         for fact in report["retracted"]:
-            if fact["tx"] > self.initial_basis or (str(fact["e"]), fact["a"]) in explicit:
+            if fact["tx"] > self.basis or (str(fact["e"]), fact["a"]) in explicit:
                 continue
             new = [f["v"] for f in report["asserted"] if f["e"] == fact["e"] and f["a"] == fact["a"]]
             if len(self.disagreements) < DRY_RUN_LIST_CAP:
@@ -245,7 +245,7 @@ class DryRun:
                                            "stream": new[0] if new else None})
 
     def summary(self, counts: dict) -> dict:
-        return {"already_applied": counts["already_applied"], "basis_tx": self.initial_basis,
+        return {"already_applied": counts["already_applied"], "basis_tx": self.basis,
                 "conflicting": self.conflicting, "conflicts": self.conflicts,
                 "disagreements": self.disagreements, "dry_run": True, "events": counts["events"],
                 "new": counts["applied"], "noop": counts["noop"],

@@ -34,19 +34,19 @@ def redacted_stub(cat: Catalog, tx: int, event_hash: bytes) -> str:
                   "event_hash": event_hash.hex(), "fgraph": "event/1", "redacted": True})
 
 
-def _rows_after(conn, after: int, through: int | None):
-    """Rows (tx, event_data, event_hash) after ``after``, fetched in bounded batches."""
+def _rows(conn, since: int, through: int | None):
+    """Rows (tx, event_data, event_hash) with since < tx <= through, fetched in bounded batches."""
     while True:
         if through is None:
             rows = conn.execute("SELECT tx, event_data, event_hash FROM fgraph_events WHERE tx > ? ORDER BY tx "
-                                "LIMIT ?", (after, BATCH)).fetchall()
+                                "LIMIT ?", (since, BATCH)).fetchall()
         else:
             rows = conn.execute("SELECT tx, event_data, event_hash FROM fgraph_events WHERE tx > ? AND tx <= ? "
-                                "ORDER BY tx LIMIT ?", (after, through, BATCH)).fetchall()
+                                "ORDER BY tx LIMIT ?", (since, through, BATCH)).fetchall()
         if not rows:
             return
         yield from rows
-        after = rows[-1][0]
+        since = rows[-1][0]
         if len(rows) < BATCH:
             return
 
@@ -63,12 +63,12 @@ def iter_event_lines(conn, since: int = GENESIS_TX, through: int | None = None) 
     """(tx, canonical line without LF) for every event with since < tx <= through."""
     check_through(through)
     cat = Catalog(conn)
-    for tx, data, event_hash in _rows_after(conn, check_since(since), through):
+    for tx, data, event_hash in _rows(conn, check_since(since), through):
         yield tx, (data if data is not None else redacted_stub(cat, tx, event_hash))
 
 
-def follow_lines(conn, after: int, *, stop=None, longest: float = FOLLOW_MAX_INTERVAL) -> Iterator[tuple[int, str]]:
-    """Events after ``after`` now and as they commit, forever (or until ``stop()`` is true).
+def follow_lines(conn, since: int, *, stop=None, longest: float = FOLLOW_MAX_INTERVAL) -> Iterator[tuple[int, str]]:
+    """Events after ``since`` now and as they commit, forever (or until ``stop()`` is true).
 
     ``data_version`` changes whenever another connection commits, so an idle
     follower costs one cheap pragma per wake-up; the wake-up interval backs off
@@ -82,8 +82,8 @@ def follow_lines(conn, after: int, *, stop=None, longest: float = FOLLOW_MAX_INT
         if current != version:
             version = current
             emitted = False
-            for tx, line in iter_event_lines(conn, after):
-                after = tx
+            for tx, line in iter_event_lines(conn, since):
+                since = tx
                 emitted = True
                 yield tx, line
             if emitted:
