@@ -21,6 +21,7 @@ from fgraph.core.declare import declaration
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
+from fgraph.query import ask as _ask, pull as _pull
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -33,15 +34,17 @@ def connect(path=DEFAULT_PATH, *, clock=None, read_only: bool = False, query_bud
     clock_fn = make_clock(clock)
     conn = connection.open_connection(path, read_only, genesis_clock=clock_fn)
     return Db(conn, str(path), clock=clock_fn, read_only=read_only,
-              event_factory=event_factory or event_factory_from_env())
+              event_factory=event_factory or event_factory_from_env(), query_budget=query_budget)
 
 
 class Db:
 
 
     """One open database (or a historical view of one): the library façade of spec 11 §3."""
-    def __init__(self, conn, path: str, *, clock, read_only: bool, event_factory, basis: int | None = None):
+    def __init__(self, conn, path: str, *, clock, read_only: bool, event_factory, basis: int | None = None,
+                 query_budget: int = _ask.DEFAULT_BUDGET):
         self.connection = conn
+        self.query_budget = query_budget
         self.path = path
         self.read_only = read_only or basis is not None
         self.basis = basis
@@ -202,6 +205,20 @@ class Db:
         """An entity's live attributes, nested refs to ``depth`` (spec 09)."""
         return self._reader().entity(ref, depth)
 
+    # -- questions (spec 12) ------------------------------------------------------
+    def q(self, query=None, args=None, **clauses) -> _ask.Result:
+        """Datalog: one query object, or its clauses as keywords (``in`` via ``**{"in": [...]}``)."""
+        reader = self._reader()
+        return _ask.ask(self.connection, reader.basis, query, args, budget=self.query_budget, **clauses)
+
+    def explain(self, query, args=None) -> dict:
+        """The plan ``q`` would follow: clause order, access paths, warnings; reads no facts."""
+        return _ask.explain(self.connection, self._reader().basis, query, args, budget=self.query_budget)
+
+    def pull(self, ref, pattern) -> dict:
+        """One entity's attributes selected by a pull pattern (spec 12 §7)."""
+        return _pull.pull_entity(self._reader(), ref, pattern)
+
     def history(self, ref, attr=None) -> list:
         """Every fact ever asserted for an entity (or one attribute of it), with its transactions."""
         return self._reader().history(ref, attr)
@@ -230,7 +247,7 @@ class Db:
         if self.basis is not None:
             basis = min(basis, self.basis)  # a view never sees past its own basis
         return Db(self.connection, self.path, clock=self._clock, read_only=True,
-                  event_factory=self._event_factory, basis=basis)
+                  event_factory=self._event_factory, basis=basis, query_budget=self.query_budget)
 
     def latest_tx(self) -> int:
         """The latest committed transaction; for a view from ``at()``, its basis."""
