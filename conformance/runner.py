@@ -67,11 +67,13 @@ HISTORY_WRITES = frozenset({"excise"})
 #: feature, so library adapters cannot express it (the case is then skipped there).
 BATCH_WRITES = frozenset({"batch"})
 BATCH_KEYS = frozenset({"records", "batch_size", "operation_id_prefix"})
+#: the query surface of spec 12: ``q`` (``q(query, args)`` / ``q QUERY --args``), ``explain``
+QUERY_READS = frozenset({"q", "explain"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
-LATER_READS = frozenset({"q", "explain", "datoms", "search", "attributes", "schema",
+LATER_READS = frozenset({"datoms", "search", "attributes", "schema",
                          "validate", "schema_manifest", "schema_check"})
 LATER_WRITES = frozenset({"shape", "schema_apply"})
-ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS
+ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS | QUERY_READS
            | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_READS | LATER_WRITES | {"at"})
 WRITE_ACTIONS = CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_WRITES
 EVENTS_KEYS = frozenset({"since", "through"})
@@ -521,11 +523,34 @@ def _run_steps(steps: list[dict[str, Any]], adapter: "Adapter", ctx: Any, path: 
             continue
         if "expect" in step:
             expected, actual = adapter.normalize(action, step["expect"], value)
+            if action == "q" and not _ordered(step["q"]):
+                expected, actual = rows_as_multiset(expected, actual)
             problems = match(expected, actual)
             if problems:
                 listed = "\n  ".join(problems[:20])
                 raise CaseFailure(f"{where} {_describe(step)}: result does not match:\n  {listed}"
                                   f"\nactual: {_short(actual, 2000)}")
+
+
+def _ordered(query: Any) -> bool:
+    return isinstance(query, dict) and isinstance(query.get("order"), list) and bool(query["order"])
+
+
+def rows_as_multiset(expected: Any, actual: Any) -> tuple[Any, Any]:
+    """11 §2.1: the rows of an unordered ``q`` compare as a multiset. Each expected row is paired
+    with the first unpaired actual row it matches; the actual rows are put in that order (the
+    unpaired ones last) so ``match`` then reports any real difference."""
+    if not (isinstance(expected, dict) and isinstance(actual, dict) and isinstance(expected.get("rows"), list)
+            and isinstance(actual.get("rows"), list)):
+        return expected, actual
+    pool = list(actual["rows"])
+    ordered = []
+    for want in expected["rows"]:
+        for k, got in enumerate(pool):
+            if not match(want, got):
+                ordered.append(pool.pop(k))
+                break
+    return expected, dict(actual, rows=ordered + pool)
 
 
 def _attempt(call: Callable[[], Any], where: str, step: dict[str, Any]) -> tuple[str, Any]:
@@ -716,6 +741,10 @@ class LibraryAdapter(Adapter):
             call = lambda: ctx.diff(*value)  # noqa: E731
         elif action == "stats":
             call = lambda: ctx.stats()  # noqa: E731
+        elif action == "q":
+            call = lambda: ctx.q(value, step.get("args"))  # noqa: E731
+        elif action == "explain":
+            call = lambda: ctx.explain(value, step.get("args"))  # noqa: E731
         elif action == "events":
             call = lambda: ctx.event_records(**value)  # noqa: E731
         elif action == "apply":
@@ -906,9 +935,11 @@ class CliAdapter(Adapter):
             if not self.initialized:
                 self.run(["init"], write=True)
             return self._facts()
-        if ctx is not None and action != "entity":
+        if ctx is not None and action not in ("entity", "q"):
             what = "a write" if action in WRITE_ACTIONS else f"{action!r}"
-            raise NotExpressible(f"{what} inside 'at' (only `get --at` exists)")
+            raise NotExpressible(f"{what} inside 'at' (only `get --at` and `q --at` exist)")
+        if action in QUERY_READS:
+            return self.run(self._query_args(action, value, step, ctx), write=False)
         if action == "tx":
             return self.run(self._add_args(value, step.get("options", {})), write=True)
         if action == "declare":
@@ -971,6 +1002,21 @@ class CliAdapter(Adapter):
             records = "".join(dumps_json(r, ascii_only=True) + "\n" for r in value["records"])
             return self.run(args, write=True, stdin=records.encode("utf-8"))
         raise NotExpressible(f"action {action!r} has no CLI form")
+
+    def _query_args(self, action: str, query: Any, step: dict[str, Any], ctx: Any) -> list[str]:
+        args = [action]
+        if "args" in step:
+            args.append("--args=" + dumps_json(step["args"], ascii_only=True))
+        if ctx is not None:
+            args.append(f"--at={ctx}")
+        text = dumps_json(query, ascii_only=True)
+        if text.startswith("@") or text == "-" or len(text) > 100_000:
+            assert self.tmpdir is not None
+            query_file = os.path.join(self.tmpdir, f"query-{self.invocations}.json")
+            with open(query_file, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            text = "@" + query_file
+        return [*args, *_positionals([text])]
 
     def _excise_args(self, value: dict[str, Any]) -> list[str]:
         # both options are required on the CLI (07 §2): without them the step is library-only

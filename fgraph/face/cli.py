@@ -36,7 +36,7 @@ import fgraph
 from fgraph.face import ingest
 from fgraph.core.canonical import dumps, loads
 from fgraph.db import connect
-from fgraph.core.errors import FgraphError, Unsupported
+from fgraph.core.errors import FgraphError, Unsupported, ValueTypeError
 from fgraph.face.paths import resolve_db_path
 from fgraph.core.limits import GENESIS_TX
 
@@ -249,6 +249,38 @@ def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, his
 def get(ctx, ref, depth, at):
     """Print one entity's live attributes."""
     _run(ctx, RO, lambda db: (db if at is None else db.at(at)).entity(_ref(ref), depth))
+
+
+def _query_arguments(text: str, args: str | None):
+    """QUERY (inline JSON, @file or -) and --args (a JSON object or null) as values."""
+    query = _json_argument(ingest.read_data_argument(text, sys.stdin), "QUERY")
+    bound = None if args is None else _json_argument(args, "--args")
+    if bound is not None and not isinstance(bound, dict):
+        raise ValueTypeError("--args must be a JSON object keyed by the in variables", 'pass --args \'{"?min": 34}\'')
+    return query, bound
+
+
+@cli.command()
+@common_options
+@click.argument("query", metavar="QUERY")
+@click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
+@click.option("--at", type=int, metavar="TX", help="Pin the query (its basis) to a transaction id or µs instant.")
+@click.pass_context
+def q(ctx, query, args, at):
+    """Answer a Datalog query (inline JSON, @file or - for stdin)."""
+    query, bound = _query_arguments(query, args)
+    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).q(query, bound).to_dict())
+
+
+@cli.command()
+@common_options
+@click.argument("query", metavar="QUERY")
+@click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
+@click.pass_context
+def explain(ctx, query, args):
+    """Print the plan q would follow: clause order, index access, warnings."""
+    query, bound = _query_arguments(query, args)
+    _run(ctx, RO, lambda db: db.explain(query, bound))
 
 
 @cli.command()
