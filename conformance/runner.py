@@ -68,9 +68,9 @@ HISTORY_WRITES = frozenset({"excise"})
 BATCH_WRITES = frozenset({"batch"})
 BATCH_KEYS = frozenset({"records", "batch_size", "operation_id_prefix"})
 #: the query surface of spec 12: ``q`` (``q(query, args)`` / ``q QUERY --args``), ``explain``
-QUERY_READS = frozenset({"q", "explain"})
+QUERY_READS = frozenset({"q", "explain", "datoms"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
-LATER_READS = frozenset({"datoms", "search", "attributes", "schema",
+LATER_READS = frozenset({"search", "attributes", "schema",
                          "validate", "schema_manifest", "schema_check"})
 LATER_WRITES = frozenset({"shape", "schema_apply"})
 ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS | QUERY_READS
@@ -745,6 +745,8 @@ class LibraryAdapter(Adapter):
             call = lambda: ctx.q(value, step.get("args"))  # noqa: E731
         elif action == "explain":
             call = lambda: ctx.explain(value, step.get("args"))  # noqa: E731
+        elif action == "datoms":
+            call = lambda: ctx.datoms(**value)  # noqa: E731
         elif action == "events":
             call = lambda: ctx.event_records(**value)  # noqa: E731
         elif action == "apply":
@@ -1004,6 +1006,8 @@ class CliAdapter(Adapter):
         raise NotExpressible(f"action {action!r} has no CLI form")
 
     def _query_args(self, action: str, query: Any, step: dict[str, Any], ctx: Any) -> list[str]:
+        if action == "datoms":
+            return self._datoms_args(query, ctx)
         args = [action]
         if "args" in step:
             args.append("--args=" + dumps_json(step["args"], ascii_only=True))
@@ -1017,6 +1021,27 @@ class CliAdapter(Adapter):
                 handle.write(text)
             text = "@" + query_file
         return [*args, *_positionals([text])]
+
+    def _datoms_args(self, value: Any, ctx: Any) -> list[str]:
+        if ctx is not None:
+            raise NotExpressible("datoms has no --at")
+        if not isinstance(value, dict):
+            raise NotExpressible("datoms takes an object of options")
+        args = ["datoms"]
+        for key, option in value.items():
+            if key == "components":
+                args.append("--components=" + dumps_json(option, ascii_only=True))
+            elif key == "source":
+                args.append(f"--source={_text_arg(option, 'source')}")
+            elif key == "limit":
+                args.append(f"--limit={_int_arg(option, 'limit')}")
+            elif key == "cursor":
+                args.append(f"--cursor={_text_arg(option, 'cursor')}")
+            elif key != "index":
+                raise NotExpressible(f"datoms option {key!r} has no CLI form")
+        if "index" in value:
+            args.extend(_positionals([_text_arg(value["index"], "index")]))
+        return args
 
     def _excise_args(self, value: dict[str, Any]) -> list[str]:
         # both options are required on the CLI (07 §2): without them the step is library-only

@@ -21,7 +21,7 @@ from fgraph.core.declare import declaration
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
-from fgraph.query import ask as _ask, pull as _pull
+from fgraph.query import ask as _ask, datoms as _datoms, pull as _pull
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -214,6 +214,10 @@ class Db:
     def explain(self, query, args=None) -> dict:
         """The plan ``q`` would follow: clause order, access paths, warnings; reads no facts."""
         return _ask.explain(self.connection, self._reader().basis, query, args, budget=self.query_budget)
+
+    def datoms(self, index="eavt", components=(), *, source="current", limit=100, cursor=None) -> dict:
+        """One page of an index (eavt, avet, vaet) at this view's basis; pass ``next_cursor`` for the next."""
+        return _datoms.datoms(self._reader(), index, components, source=source, limit=limit, cursor=cursor)
 
     def pull(self, ref, pattern) -> dict:
         """One entity's attributes selected by a pull pattern (spec 12 §7)."""

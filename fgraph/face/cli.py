@@ -285,6 +285,22 @@ def explain(ctx, query, args):
 
 @cli.command()
 @common_options
+@click.argument("index", required=False, default="eavt")
+@click.option("--components", metavar="JSON", help="Leading key components as a JSON array, e.g. '[\"ada\"]'.")
+@click.option("--source", default="current", show_default=True, help="current or history.")
+@click.option("--limit", type=int, default=100, show_default=True, help="Items per page (1-1000).")
+@click.option("--cursor", metavar="C", help="The next_cursor of the previous page.")
+@click.pass_context
+def datoms(ctx, index, components, source, limit, cursor):
+    """Page one index (eavt, avet, vaet) in key order."""
+    parts = [] if components is None else _json_argument(components, "--components")
+    if not isinstance(parts, list):
+        raise ValueTypeError("--components must be a JSON array", "pass --components '[\"ada\", \"person/name\"]'")
+    _run(ctx, RO, lambda db: db.datoms(index, parts, source=source, limit=limit, cursor=cursor))
+
+
+@cli.command()
+@common_options
 @click.argument("ref")
 @click.argument("attr", required=False)
 @click.pass_context
