@@ -83,7 +83,7 @@ def ask(conn, basis: int, query=None, args=None, *, budget: int = DEFAULT_BUDGET
     parsed = syntax.parse(query, strict=True)
     with read_transaction(conn), scratch(conn):
         cat = Catalog(conn, basis)
-        latest = cat.latest_tx()
+        latest = Catalog(conn).latest_tx()
         terms = Terms(conn, cat, visibility(basis, latest))
         engine = Engine(conn, terms, basis, latest, parsed.source, budget, parsed.rules)
         try:

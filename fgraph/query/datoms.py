@@ -14,6 +14,7 @@ import hashlib
 
 from fgraph.core import values
 from fgraph.core.canonical import dumps, loads
+from fgraph.core.catalog import Catalog
 from fgraph.core.errors import FgraphError, NotFound, QueryError, ValueTypeError
 from fgraph.core.values import TAG_REF, RefWire
 from fgraph.query.results import Renderer
@@ -141,7 +142,7 @@ def datoms(reader, index="eavt", components=(), *, source="current", limit=100, 
         if basis != reader.basis:
             from fgraph.core.reads import Reader
             reader = Reader(reader.conn, basis, reader.path)
-    latest = reader.cat.latest_tx()
+    latest = Catalog(reader.conn).latest_tx()
     live = "f.rx IS NULL" if basis >= latest else f"f.tx <= {basis} AND (f.rx IS NULL OR f.rx > {basis})"
     terms = Terms(reader.conn, reader.cat, live.replace("f.", ""))
     page = {"basis_tx": basis, "items": [], "next_cursor": None}

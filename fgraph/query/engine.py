@@ -75,6 +75,11 @@ class Engine:
         self.conn.execute(f"INSERT INTO {rel.table} ({', '.join(['o'] + rel.columns())}) VALUES ({holes})", row)
         return rel
 
+    def insert(self, out: Relation, select: list, rest: str, params=()) -> None:
+        """``INSERT OR IGNORE`` the selected binding columns into ``out`` (duplicates collapse)."""
+        self.conn.execute(f"INSERT OR IGNORE INTO {out.table} ({', '.join(['o'] + out.columns())}) "
+                          f"SELECT {', '.join(['0'] + select)} {rest}", params)
+
     def count(self, rel: Relation) -> int:
         return self.conn.execute(f"SELECT count(*) FROM {rel.table}").fetchone()[0]
 
@@ -143,7 +148,7 @@ class Engine:
             conds, key_conds, params, key_params, first = [visible], [visible], [], [], {}
             for pos, term in (("e", p.e), ("a", p.a), ("v", p.v), ("tx", p.tx), ("added", p.added)):
                 t_expr, v_expr = exprs[pos]
-                if term == WILDCARD or type(term) is bool:
+                if term == WILDCARD or (pos == "added" and type(term) is bool):
                     continue
                 args: list = []
                 if not is_var(term):
@@ -173,12 +178,11 @@ class Engine:
                 units += self.count(rel) * self.conn.execute(
                     f"SELECT count(*) FROM fgraph_facts f WHERE {visible}").fetchone()[0]
             select = rel.columns("b") + [x for var in new_vars for x in first[var]]
-            statements.append((f"INSERT OR IGNORE INTO {out.table} ({', '.join(out.columns())}) SELECT "
-                               f"{', '.join(select)} FROM {rel.table} b, fgraph_facts f WHERE {' AND '.join(conds)} "
+            statements.append((select, f"FROM {rel.table} b, fgraph_facts f WHERE {' AND '.join(conds)} "
                                "ORDER BY b.rowid, f.id", params))
         self.charge(units)
-        for sql, params in statements:
-            self.conn.execute(sql, params)
+        for select, rest, params in statements:
+            self.insert(out, select, rest, params)
         return out
 
     def predicate(self, p: Predicate, rel: Relation) -> Relation:
@@ -193,23 +197,19 @@ class Engine:
                 params += [tag, stored]
         self.charge(self.count(rel))
         out = self.relation(rel.vars)
-        cols = ", ".join(out.columns())
-        self.conn.execute(f"INSERT OR IGNORE INTO {out.table} ({cols}) SELECT {', '.join(rel.columns('b'))} "
-                          f"FROM {rel.table} b WHERE fgraph_q_test(?, {', '.join(operands)}) ORDER BY b.rowid",
-                          params)
+        self.insert(out, rel.columns("b"), f"FROM {rel.table} b WHERE fgraph_q_test(?, {', '.join(operands)}) "
+                    "ORDER BY b.rowid", params)
         return out
 
     def negation(self, n: Not, rel: Relation) -> Relation:
         marker = f"\0not{next(_names)}"
         seed = self.relation(rel.vars + [marker])
-        self.conn.execute(f"INSERT INTO {seed.table} ({', '.join(seed.columns())}) SELECT "
-                          f"{', '.join(rel.columns('b'))}, 0, b.rowid FROM {rel.table} b ORDER BY b.rowid")
+        self.insert(seed, rel.columns("b") + ["0", "b.rowid"], f"FROM {rel.table} b ORDER BY b.rowid")
         satisfied = self.run(n.clauses, seed)
         _, rowid = satisfied.pair(marker, satisfied.table)
         out = self.relation(rel.vars)
-        self.conn.execute(f"INSERT INTO {out.table} ({', '.join(out.columns())}) SELECT {', '.join(rel.columns('b'))} "
-                          f"FROM {rel.table} b WHERE b.rowid NOT IN (SELECT {rowid} FROM {satisfied.table}) "
-                          "ORDER BY b.rowid")
+        self.insert(out, rel.columns("b"), f"FROM {rel.table} b WHERE b.rowid NOT IN "
+                    f"(SELECT {rowid} FROM {satisfied.table}) ORDER BY b.rowid")
         return out
 
     def disjunction(self, o: Or, rel: Relation) -> Relation:
@@ -217,8 +217,7 @@ class Engine:
         for branch in o.branches:
             result = self.run(branch, rel)
             select = [x for var in out.vars for x in result.pair(var, "r")]
-            self.conn.execute(f"INSERT OR IGNORE INTO {out.table} ({', '.join(out.columns())}) SELECT "
-                              f"{', '.join(select)} FROM {result.table} r ORDER BY r.rowid")
+            self.insert(out, select, f"FROM {result.table} r ORDER BY r.rowid")
         return out
 
     # -- rules --------------------------------------------------------------------------
@@ -235,8 +234,7 @@ class Engine:
             for rule in definitions:
                 result = self.run(rule.body, self.unit())
                 select = [x for var in rule.head for x in result.pair(var, "r")]
-                self.conn.execute(f"INSERT OR IGNORE INTO {table.table} ({', '.join(table.columns())}) SELECT "
-                                  f"{', '.join(select)} FROM {result.table} r ORDER BY r.rowid")
+                self.insert(table, select, f"FROM {result.table} r ORDER BY r.rowid")
             if not recursive or self.count(table) == before:
                 return table
 
@@ -272,9 +270,8 @@ class Engine:
         out = self.relation(rel.vars + list(first))
         self.charge(self.count(rel) * self.count(table))
         select = rel.columns("b") + [x for var in first for x in first[var]]
-        self.conn.execute(f"INSERT OR IGNORE INTO {out.table} ({', '.join(out.columns())}) SELECT "
-                          f"{', '.join(select)} FROM {rel.table} b, {table.table} r "
-                          f"WHERE {' AND '.join(conds) or '1'} ORDER BY b.rowid, r.rowid", params)
+        self.insert(out, select, f"FROM {rel.table} b, {table.table} r WHERE {' AND '.join(conds) or '1'} "
+                    "ORDER BY b.rowid, r.rowid", params)
         return out
 
 

@@ -142,6 +142,7 @@ def pull_entity(reader, ref, pattern) -> dict:
     from fgraph.query.ask import visibility
     from fgraph.query.results import Renderer
     from fgraph.query.terms import Terms
-    visible = visibility(reader.basis, reader.cat.latest_tx())
+    from fgraph.core.catalog import Catalog
+    visible = visibility(reader.basis, Catalog(reader.conn).latest_tx())
     terms = Terms(reader.conn, reader.cat, visible)
     return Puller(reader.conn, reader.cat, visible, Renderer(reader.cat, terms)).pull(e, parsed)

@@ -134,7 +134,8 @@ def parse(raw, *, strict: bool = True) -> Query:
     bound = set(inputs)
     query.where = scope.clauses(where, bound)
     query.bound = frozenset(bound)
-    query.find = _find(find, bound, scope.locals)
+    # explain checks find items' shape only; their binding is q's check (as the published runtime does)
+    query.find = _find(find, bound if strict else None, scope.locals)
     if strict:
         _check_rule_graph(rules)
         query.order = _order(raw.get("order", []), bound, query.find, scope.locals)
@@ -312,24 +313,25 @@ def _unbound(var: str, locals_: set, what: str) -> QueryError:
     return _fail(f"{what} {var} is not bound by where or in", "bind it in a where clause or list it in in")
 
 
-def _find(raw: list, bound: set, locals_: set) -> list:
+def _find(raw: list, bound: set | None, locals_: set) -> list:
+    """The find items; ``bound`` None skips the binding check."""
     items = []
     for item in raw:
         if is_var(item):
-            if item not in bound:
+            if bound is not None and item not in bound:
                 raise _unbound(item, locals_, "find variable")
             items.append(Find("var", item, item))
         elif type(item) is list and item and item[0] == "pull":
             if len(item) != 3 or not is_var(item[1]):
                 raise _fail(f"find item {item!r} must be [\"pull\", ?var, pattern]", 'write ["pull", "?e", ["*"]]')
-            if item[1] not in bound:
+            if bound is not None and item[1] not in bound:
                 raise _unbound(item[1], locals_, "pull variable")
             from fgraph.query.pull import parse_pattern
             items.append(Find("pull", item[1], f"pull({item[1]})", parse_pattern(item[2])))
         elif type(item) is list and item and type(item[0]) is str and item[0] in AGGREGATES:
             if len(item) != 2 or not is_var(item[1]):
                 raise _fail(f"aggregate {item!r} takes exactly one variable", f'write ["{item[0]}", "?x"]')
-            if item[1] not in bound:
+            if bound is not None and item[1] not in bound:
                 raise _unbound(item[1], locals_, "aggregate variable")
             items.append(Find(item[0], item[1], f"{item[0]}({item[1]})"))
         else:
