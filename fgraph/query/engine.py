@@ -228,14 +228,13 @@ class Engine:
         arity = len(definitions[0].head)
         table = self.relation([f"\0{name}\0{k}" for k in range(arity)])
         self.rule_tables[name] = table  # a body calling this rule reads the relation as it grows
-        recursive = any(_calls(d.body, name) for d in definitions)
         while True:
             before = self.count(table)
             for rule in definitions:
                 result = self.run(rule.body, self.unit())
                 select = [x for var in rule.head for x in result.pair(var, "r")]
                 self.insert(table, select, f"FROM {result.table} r ORDER BY r.rowid")
-            if not recursive or self.count(table) == before:
+            if self.count(table) == before:  # the round that finds nothing new is charged too
                 return table
 
     def call(self, c: RuleCall, rel: Relation) -> Relation:

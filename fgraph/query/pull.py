@@ -71,6 +71,7 @@ class Puller:
         self.charge = charge or (lambda n: None)
         self.many: dict[int, bool] = {}
         self.checked: set = set()
+        self.datom_counts: dict[str, int] = {}
 
     def is_many(self, a: int) -> bool:
         if a not in self.many:
@@ -78,6 +79,14 @@ class Puller:
                                     (a, A_MANY)).fetchone()
             self.many[a] = bool(row and row[0] == 1)
         return self.many[a]
+
+    def check_maps(self, pattern: PullPattern) -> None:
+        """Every map of the pattern tree is proven a ref attribute; each proof reads (and is charged)
+        the attribute's live datoms, once per pulled root, as the published runtime counts it."""
+        for name, sub in pattern.nested:
+            self.check_nested(name)
+            self.charge(self.datom_counts[name])
+            self.check_maps(sub)
 
     def check_nested(self, name: str) -> None:
         """A map needs a ref attribute: declared ref, or holding refs (§7)."""
@@ -95,10 +104,12 @@ class Puller:
             raise QueryError(f"pull map on {name!r}, which is not a ref attribute",
                              "use a map only on attributes whose values are refs")
         self.checked.add(name)
+        self.datom_counts[name] = self.conn.execute(
+            f"SELECT count(*) FROM fgraph_facts WHERE a = ? AND {self.visible}", (a,)).fetchone()[0]
 
     def pull(self, e: int, pattern: PullPattern, depth: int = 0) -> dict:
-        for name, _ in pattern.nested:
-            self.check_nested(name)
+        if depth == 0:
+            self.check_maps(pattern)
         facts = self.conn.execute(f"SELECT a, v, t FROM fgraph_facts WHERE e = ? AND {self.visible} ORDER BY id",
                                   (e,)).fetchall()
         self.charge(len(facts))
