@@ -71,15 +71,17 @@ def decode_cursor(cursor, index: str, source: str, components: list, view_basis:
         raise QueryError("datoms cursor belongs to another index, source or components",
                          "repeat the call with the index, source and components of the first page")
     basis, seek = doc["basis"], doc["seek"]
-    if type(basis) is not int or not cat.is_transaction(basis) or type(seek) is not list or len(seek) != 7:
+    if type(basis) is not int or type(seek) is not list or len(seek) != 7:
+        raise bad
+    if basis > view_basis:
+        raise QueryError(f"datoms cursor is at transaction {basis}, after this view's {view_basis}",
+                         "page this view with cursors it gave")
+    if not cat.is_transaction(basis):
         raise bad
     try:
         seek = [_seek_in(x) for x in seek]
     except (TypeError, ValueError, FgraphError):
         raise bad from None
-    if basis > view_basis:
-        raise QueryError(f"datoms cursor is at transaction {basis}, after this view's {view_basis}",
-                         "page this view with cursors it gave")
     return basis, seek
 
 
