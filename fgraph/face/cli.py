@@ -43,8 +43,8 @@ from fgraph.core.limits import GENESIS_TX
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("mcp", "q", "explain",
-            "datoms", "search", "shape", "validate", "schema", "schema-export", "schema-check", "schema-apply")
+RESERVED = ("mcp",
+            "search", "shape", "validate", "schema", "schema-export", "schema-check", "schema-apply")
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 
