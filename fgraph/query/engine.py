@@ -21,7 +21,7 @@ import itertools
 from fgraph.core.errors import TooLarge
 from fgraph.core.values import TAG_BOOL, TAG_REF
 from fgraph.query import predicates
-from fgraph.query.planner import plan
+from fgraph.query.planner import binds, plan
 from fgraph.query.syntax import WILDCARD, Not, Or, Pattern, Predicate, RuleCall, is_var
 from fgraph.query.terms import NO_MATCH, Terms
 
@@ -97,7 +97,13 @@ class Engine:
 
     # -- clauses ------------------------------------------------------------------------
     def run(self, clauses, rel: Relation) -> Relation:
-        for step in plan(clauses, rel.vars):
+        steps = plan(clauses, rel.vars)
+        for k, step in enumerate(steps):
+            if self.count(rel) == 0:
+                # Nothing flows on: the remaining clauses are not evaluated (nor are their constants
+                # resolved, as in the published runtime); the result still has their variables.
+                later = [v for s in steps[k:] for v in sorted(binds(s.clause)) if v not in rel.index]
+                return self.relation(rel.vars + list(dict.fromkeys(later)))
             clause = step.clause
             if isinstance(clause, Pattern):
                 rel = self.pattern(clause, step.access, rel)

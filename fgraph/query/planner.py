@@ -37,7 +37,9 @@ def access(pattern: Pattern, bound) -> str:
     if e and a:
         if v:
             return "eavt/exact"
-        return "eavt/batch" if is_var(pattern.e) else "eavt/ea"
+        # the batched lookup serves plain [e a v] patterns only (observed: a tx or added
+        # position makes the published runtime plan eavt/ea)
+        return "eavt/batch" if is_var(pattern.e) and pattern.arity == 3 else "eavt/ea"
     if e:
         return "eavt/e"
     if a:

@@ -39,6 +39,7 @@ class Pattern:
     v: object
     tx: object = WILDCARD
     added: object = WILDCARD
+    arity: int = 3
 
     @property
     def variables(self) -> list[str]:
@@ -237,7 +238,7 @@ class Scope:
         added = raw[4] if len(raw) == 5 else WILDCARD
         if not (type(added) is bool or is_var(added) or added == WILDCARD):
             raise _fail(f"pattern {raw!r}: added must be true, false or a variable", "write true, false or ?added")
-        pattern = Pattern(ordinal, *raw[:3], raw[3] if len(raw) >= 4 else WILDCARD, added)
+        pattern = Pattern(ordinal, *raw[:3], raw[3] if len(raw) >= 4 else WILDCARD, added, len(raw))
         bound.update(pattern.variables)
         return pattern
 
