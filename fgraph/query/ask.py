@@ -11,16 +11,15 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from fgraph.core.catalog import Catalog
-from fgraph.core.canonical import dumps
 from fgraph.core.errors import QueryError
 from fgraph.core.txn import read_transaction
 from fgraph.query import planner, syntax
 from fgraph.query.engine import Engine
 from fgraph.query.pull import Puller
-from fgraph.query.results import Renderer, Result, aggregate, sort_key
+from fgraph.query.results import Renderer, Result
+from fgraph.query.shaping import shape
 
 __all__ = ["DEFAULT_BUDGET", "Result", "ask", "explain"]
-from fgraph.query.syntax import AGGREGATES
 from fgraph.query.terms import NO_MATCH, Terms
 
 DEFAULT_BUDGET = 100_000
@@ -91,85 +90,9 @@ def ask(conn, basis: int, query=None, args=None, *, budget: int = DEFAULT_BUDGET
             final = engine.run(parsed.where, seed)
             render = Renderer(cat, terms)
             puller = Puller(conn, cat, visibility(basis, latest), render, engine.charge)
-            return _rows(conn, parsed, final, render, puller)
+            return shape(conn, parsed, final, render, puller)
         finally:
             engine.close()
-
-
-def _rows(conn, query: syntax.Query, final, render, puller) -> Result:
-    columns = [f.column for f in query.find]
-    index = final.index
-    raw = conn.execute(f"SELECT {', '.join(final.columns()) or '0'} FROM {final.table} ORDER BY rowid").fetchall()
-    bindings = [{var: (row[2 * k], row[2 * k + 1]) for var, k in index.items()} for row in raw]
-    cell_cache: dict = {}
-
-    def cell(pair):
-        key = pair if pair[0] != 3 else (3, repr(pair[1]))
-        if key not in cell_cache:
-            cell_cache[key] = render(*pair)
-        return cell_cache[key]
-
-    pulls: dict = {}
-    for item in query.find:
-        if item.kind == "pull":
-            for b in bindings:
-                tag, ident = b[item.var]
-                if tag != 0:
-                    raise QueryError(f"pull({item.var}) found a {cell(b[item.var])!r}, which is not an entity",
-                                     "pull only variables bound to entities")
-                pulls[(item.column, ident)] = puller.pull(ident, item.pattern)
-    aggregated = any(f.kind in AGGREGATES for f in query.find)
-    group_vars = [f.var for f in query.find if f.kind == "var"] if aggregated else []
-
-    def group_key(b):
-        return tuple(b[v] if b[v][0] != 3 else (3, repr(b[v][1])) for v in group_vars)
-
-    groups: dict = {}
-    if aggregated:
-        for b in bindings:
-            groups.setdefault(group_key(b), []).append(b)
-
-    def value_of(key, b):
-        if key in index:
-            return cell(b[key])
-        for f in query.find:
-            if f.column == key:
-                if f.kind == "pull":
-                    return pulls[(key, b[f.var][1])]
-                if f.kind in AGGREGATES:
-                    return aggregate(f.kind, [x[f.var] for x in groups[group_key(b)]], key)
-                return cell(b[f.var])
-        raise QueryError(f"order key {key!r} is unknown", "order by a bound variable or a find column")
-
-    for key, descending in reversed(query.order):
-        bindings.sort(key=lambda b: sort_key(value_of(key, b)), reverse=descending)
-    rows = []
-    if aggregated:
-        ordered_groups: dict = {}
-        for b in bindings:
-            ordered_groups.setdefault(group_key(b), []).append(b)
-        if not group_vars and not ordered_groups:
-            ordered_groups[()] = []
-        for members in ordered_groups.values():
-            row = []
-            for f in query.find:
-                if f.kind == "var":
-                    row.append(cell(members[0][f.var]))
-                else:
-                    row.append(aggregate(f.kind, [m[f.var] for m in members], f.column))
-            rows.append(row)
-    else:
-        for b in bindings:
-            rows.append([pulls[(f.column, b[f.var][1])] if f.kind == "pull" else cell(b[f.var])
-                         for f in query.find])
-    seen, unique = set(), []
-    for row in rows:
-        text = dumps(row)
-        if text not in seen:
-            seen.add(text)
-            unique.append(row)
-    end = None if query.limit is None else query.offset + query.limit
-    return Result(columns, unique[query.offset:end])
 
 
 def explain(conn, basis: int, query, args=None, *, budget: int = DEFAULT_BUDGET) -> dict:

@@ -13,7 +13,6 @@ from fgraph.core.canonical import dumps
 from fgraph.core.errors import QueryError
 from fgraph.core.limits import INT64_MAX, INT64_MIN
 from fgraph.core.values import TAG_FLOAT, TAG_INSTANT, TAG_INT, TAG_REF
-from fgraph.query.syntax import AGGREGATES
 
 NUMERIC_TAGS = (TAG_INT, TAG_FLOAT, TAG_REF, TAG_INSTANT)  # refs and instants as stored integers (§6.3 quirk)
 
@@ -79,35 +78,54 @@ def sort_key(rendered):
     return (3, dumps(rendered))
 
 
+class Accumulator:
+    """One aggregate of one group, fed (tag, stored) values in binding order (§6.3); memory is
+    constant except for ``count-distinct``, which keeps the distinct values."""
+
+    def __init__(self, kind: str, column: str):
+        self.kind, self.column = kind, column
+        self.n, self.total, self.floating, self.best = 0, 0, False, None
+        self.distinct: set = set()
+
+    def add(self, t: int, v) -> None:
+        self.n += 1
+        if self.kind == "count":
+            return
+        if self.kind == "count-distinct":
+            self.distinct.add((t, v))
+            return
+        if t not in NUMERIC_TAGS:
+            raise QueryError(f"{self.column} needs numbers, found a {values.logical_name(t)} value",
+                             "aggregate a numeric attribute")
+        if self.kind in ("min", "max"):
+            if self.best is None or ((v < self.best) if self.kind == "min" else (v > self.best)):
+                self.best = v
+            return
+        if t == TAG_FLOAT or self.floating:
+            self.floating = True
+            self.total = float(self.total) + float(v)
+        else:
+            self.total += v
+            if not INT64_MIN <= self.total <= INT64_MAX:
+                raise QueryError(f"{self.column} overflows a 64-bit integer", "sum fewer or smaller values")
+
+    def result(self):
+        if self.kind == "count":
+            return self.n
+        if self.kind == "count-distinct":
+            return len(self.distinct)
+        if self.n == 0:
+            return None
+        if self.kind in ("min", "max"):
+            return self.best
+        if self.floating and not math.isfinite(self.total):
+            raise QueryError(f"{self.column} is not finite", "sum values of a smaller magnitude")
+        return self.total if self.kind == "sum" else self.total / self.n
+
+
 def aggregate(kind: str, pairs: list, column: str):
     """One aggregate over a group's (tag, stored) values, in binding order (§6.3)."""
-    if kind == "count":
-        return len(pairs)
-    if kind == "count-distinct":
-        return len({(t, v if t != TAG_FLOAT else ("f", v)) for t, v in pairs})
-    if not pairs:
-        return None
-    for t, _ in pairs:
-        if t not in NUMERIC_TAGS:
-            raise QueryError(f"{column} needs numbers, found a {values.logical_name(t)} value",
-                             "aggregate a numeric attribute")
-    if kind in ("min", "max"):
-        best = pairs[0][1]
-        for _, v in pairs[1:]:
-            if (v < best) if kind == "min" else (v > best):
-                best = v
-        return best
-    total, floating = 0, False
+    acc = Accumulator(kind, column)
     for t, v in pairs:
-        if t == TAG_FLOAT:
-            floating = True
-            total = float(total) + v
-        else:
-            total = total + v if not floating else total + float(v)
-        if not floating and not INT64_MIN <= total <= INT64_MAX:
-            raise QueryError(f"{column} overflows a 64-bit integer", "sum fewer or smaller values")
-    if floating and not math.isfinite(total):
-        raise QueryError(f"{column} is not finite", "sum values of a smaller magnitude")
-    if kind == "sum":
-        return total
-    return total / len(pairs)
+        acc.add(t, v)
+    return acc.result()

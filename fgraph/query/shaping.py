@@ -1,0 +1,136 @@
+"""From distinct bindings to rows (spec 12 §6.2–§6.5): order, aggregate, render, drop rows
+whose rendering repeats, then offset and limit.
+
+Aggregates whose order (if any) is by grouping variables or aggregate columns stream the final
+relation through one accumulator per group, so their memory does not grow with the store; any
+other query reads its bindings (the answer itself) into memory to sort and render them.
+"""
+
+from __future__ import annotations
+
+from fgraph.core.canonical import dumps
+from fgraph.core.errors import QueryError
+from fgraph.query import syntax
+from fgraph.query.results import Accumulator, Result, aggregate, sort_key
+from fgraph.query.syntax import AGGREGATES
+
+
+def _streamable(query: syntax.Query) -> bool:
+    if not any(f.kind in AGGREGATES for f in query.find):
+        return False
+    group_level = {f.var for f in query.find if f.kind == "var"} | {f.column for f in query.find}
+    return all(key in group_level for key, _ in query.order)
+
+
+def _float_safe(pair):
+    return pair if pair[0] != 3 else (3, repr(pair[1]))
+
+
+def _aggregate_stream(conn, query: syntax.Query, final, render) -> Result:
+    group_vars = [f.var for f in query.find if f.kind == "var"]
+    aggregates = [(k, f) for k, f in enumerate(query.find) if f.kind in AGGREGATES]
+    groups: dict = {}
+    columns = ", ".join(final.columns()) or "0"
+    for row in conn.execute(f"SELECT {columns} FROM {final.table} ORDER BY rowid"):
+        pair = {var: (row[2 * k], row[2 * k + 1]) for var, k in final.index.items()}
+        key = tuple(_float_safe(pair[v]) for v in group_vars)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = ({v: pair[v] for v in group_vars}, [Accumulator(f.kind, f.column) for _, f in aggregates])
+        for (_, f), acc in zip(aggregates, group[1]):
+            acc.add(*pair[f.var])
+    if not group_vars and not groups:
+        groups[()] = ({}, [Accumulator(f.kind, f.column) for _, f in aggregates])
+    rows = []
+    for first, accs in groups.values():
+        results = iter([acc.result() for acc in accs])
+        rows.append([render(*first[f.var]) if f.kind == "var" else next(results) for f in query.find])
+    by_column = {f.column: k for k, f in enumerate(query.find)}
+    by_var = {f.var: k for k, f in enumerate(query.find) if f.kind == "var"}
+    for key, descending in reversed(query.order):
+        k = by_var[key] if key in by_var else by_column[key]
+        rows.sort(key=lambda r: sort_key(r[k]), reverse=descending)
+    return _page(query, [f.column for f in query.find], rows)
+
+
+def _page(query: syntax.Query, columns: list, rows: list) -> Result:
+    seen, unique = set(), []
+    for row in rows:
+        text = dumps(row)
+        if text not in seen:
+            seen.add(text)
+            unique.append(row)
+    end = None if query.limit is None else query.offset + query.limit
+    return Result(columns, unique[query.offset:end])
+
+
+def shape(conn, query: syntax.Query, final, render, puller) -> Result:
+    """The rows of ``query`` from its final relation (spec 12 §6.2 steps 2–5)."""
+    if _streamable(query):
+        return _aggregate_stream(conn, query, final, render)
+    columns = [f.column for f in query.find]
+    index = final.index
+    raw = conn.execute(f"SELECT {', '.join(final.columns()) or '0'} FROM {final.table} ORDER BY rowid").fetchall()
+    bindings = [{var: (row[2 * k], row[2 * k + 1]) for var, k in index.items()} for row in raw]
+    cell_cache: dict = {}
+
+    def cell(pair):
+        key = pair if pair[0] != 3 else (3, repr(pair[1]))
+        if key not in cell_cache:
+            cell_cache[key] = render(*pair)
+        return cell_cache[key]
+
+    pulls: dict = {}
+    for item in query.find:
+        if item.kind == "pull":
+            for b in bindings:
+                tag, ident = b[item.var]
+                if tag != 0:
+                    raise QueryError(f"pull({item.var}) found a {cell(b[item.var])!r}, which is not an entity",
+                                     "pull only variables bound to entities")
+                pulls[(item.column, ident)] = puller.pull(ident, item.pattern)
+    aggregated = any(f.kind in AGGREGATES for f in query.find)
+    group_vars = [f.var for f in query.find if f.kind == "var"] if aggregated else []
+
+    def group_key(b):
+        return tuple(b[v] if b[v][0] != 3 else (3, repr(b[v][1])) for v in group_vars)
+
+    groups: dict = {}
+    if aggregated:
+        for b in bindings:
+            groups.setdefault(group_key(b), []).append(b)
+
+    def value_of(key, b):
+        if key in index:
+            return cell(b[key])
+        for f in query.find:
+            if f.column == key:
+                if f.kind == "pull":
+                    return pulls[(key, b[f.var][1])]
+                if f.kind in AGGREGATES:
+                    return aggregate(f.kind, [x[f.var] for x in groups[group_key(b)]], key)
+                return cell(b[f.var])
+        raise QueryError(f"order key {key!r} is unknown", "order by a bound variable or a find column")
+
+    for key, descending in reversed(query.order):
+        bindings.sort(key=lambda b: sort_key(value_of(key, b)), reverse=descending)
+    rows = []
+    if aggregated:
+        ordered_groups: dict = {}
+        for b in bindings:
+            ordered_groups.setdefault(group_key(b), []).append(b)
+        if not group_vars and not ordered_groups:
+            ordered_groups[()] = []
+        for members in ordered_groups.values():
+            row = []
+            for f in query.find:
+                if f.kind == "var":
+                    row.append(cell(members[0][f.var]))
+                else:
+                    row.append(aggregate(f.kind, [m[f.var] for m in members], f.column))
+            rows.append(row)
+    else:
+        for b in bindings:
+            rows.append([pulls[(f.column, b[f.var][1])] if f.kind == "pull" else cell(b[f.var])
+                         for f in query.find])
+    return _page(query, columns, rows)
