@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import QueryError
 from fgraph.core.txn import read_transaction
-from fgraph.query import planner, syntax
+from fgraph.query import planner, predicates, syntax
 from fgraph.query.engine import Engine
 from fgraph.query.pull import Puller
 from fgraph.query.results import Renderer, Result
@@ -72,7 +72,9 @@ def _bind_args(query: syntax.Query, args, terms: Terms) -> list:
         if type(raw) in (list, tuple):
             raise QueryError(f"arg {var} is a collection; collections are not supported", "pass one value")
         found = terms.value(raw, f"arg {var}")
-        row += list(found) if found is not NO_MATCH else [0, 0]
+        if found is NO_MATCH:
+            raise QueryError(f"arg {var} = {raw!r} names no entity", "bind an existing entity or a scalar")
+        row += list(found)
     return row
 
 
@@ -87,6 +89,9 @@ def ask(conn, basis: int, query=None, args=None, *, budget: int = DEFAULT_BUDGET
         engine = Engine(conn, terms, basis, latest, parsed.source, budget, parsed.rules)
         try:
             seed = engine.unit(parsed.inputs, _bind_args(parsed, args, terms))
+            for definitions in parsed.rules.values():
+                for rule in definitions:
+                    predicates.check_refs(terms, rule.body)
             final = engine.run(parsed.where, seed)
             render = Renderer(cat, terms)
             puller = Puller(conn, cat, visibility(basis, latest), render, engine.charge)

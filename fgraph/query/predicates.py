@@ -11,6 +11,7 @@ import apsw
 from fgraph.core.errors import QueryError
 from fgraph.core.values import (TAG_BOOL, TAG_BYTES, TAG_FLOAT, TAG_INSTANT, TAG_INT, TAG_JSON, TAG_LONG_BYTES,
                                 TAG_LONG_TEXT, TAG_REF, TAG_TEXT, TAG_VECTOR)
+from fgraph.query.syntax import Or, Predicate
 from fgraph.query.terms import NO_MATCH
 
 NUMBER = "number"
@@ -21,11 +22,31 @@ ORDERED = frozenset({NUMBER, "text", "bool", "instant", "ref", "bytes", "json"})
 
 
 def constant(terms, raw, where: str) -> tuple:
-    """A predicate operand constant as (tag, stored); ``"_"`` is the text ``_`` here."""
+    """A predicate operand constant as (tag, stored); ``"_"`` is the text ``_`` here.
+
+    A ref to a name, id or eid that names nothing is a QueryError (as in the published
+    runtime); a lookup that finds nothing equals nothing (id 0 is never allocated).
+    """
     found = terms.value(raw, where)
-    if found is NO_MATCH:  # a ref to an unknown entity equals nothing; id 0 is never allocated
-        return (TAG_REF, 0)
+    if found is NO_MATCH:
+        if type(raw) is dict and type(raw.get("ref")) is list:
+            return (TAG_REF, 0)
+        raise QueryError(f"{where}: constant {raw!r} names no entity", "compare with an existing entity")
     return found
+
+
+def check_refs(terms, clauses) -> None:
+    """Resolve the entity refs of predicates before evaluating, as the published runtime does for
+    every rule body (called or not); ``where`` resolves its own only when bindings reach them."""
+    for clause in clauses:
+        if isinstance(clause, Predicate):
+            for operand in (clause.left, clause.right):
+                selector = operand.get("ref") if type(operand) is dict and len(operand) == 1 else None
+                if type(selector) in (str, int) or (type(selector) is dict and set(selector) == {"eid"}):
+                    constant(terms, operand, f"predicate {clause.ordinal}")
+        elif isinstance(clause, Or):
+            for branch in clause.branches:
+                check_refs(terms, branch)
 
 
 class _Test:
@@ -46,6 +67,8 @@ class _Test:
                 same = lv == rv  # Python compares int and float exactly
             return int(same if op == "=" else not same)
         if op in ("contains", "starts-with"):
+            # json is stored as its canonical text, and the published runtime searches that text
+            lf, rf = ("text" if f == "json" else f for f in (lf, rf))
             if lf != "text" or rf != "text":
                 raise QueryError(f"predicate {op!r} needs text operands", "compare text values")
             left, right = self.payload(lt, lv), self.payload(rt, rv)

@@ -107,9 +107,10 @@ class Puller:
         self.datom_counts[name] = self.conn.execute(
             f"SELECT count(*) FROM fgraph_facts WHERE a = ? AND {self.visible}", (a,)).fetchone()[0]
 
-    def pull(self, e: int, pattern: PullPattern, depth: int = 0) -> dict:
+    def pull(self, e: int, pattern: PullPattern, depth: int = 0, root: int | None = None) -> dict:
         if depth == 0:
             self.check_maps(pattern)
+            root = e
         facts = self.conn.execute(f"SELECT a, v, t FROM fgraph_facts WHERE e = ? AND {self.visible} ORDER BY id",
                                   (e,)).fetchall()
         self.charge(len(facts))
@@ -131,8 +132,8 @@ class Puller:
                 continue
             rendered = []
             for t, v in by_attr[a]:
-                if sub is not None and t == TAG_REF and depth == 0:
-                    rendered.append(self.pull(v, sub, depth + 1))
+                if sub is not None and t == TAG_REF and depth == 0 and v != root:
+                    rendered.append(self.pull(v, sub, depth + 1, root))
                 else:
                     rendered.append(self.render(t, v))
             out[name] = rendered if self.is_many(a) else rendered[-1]
