@@ -90,6 +90,12 @@ class Engine:
                            "narrow the query (bind an entity or attribute earlier, add limits) or raise "
                            "--query-budget / FGRAPH_QUERY_BUDGET")
 
+    def drop(self, rel: Relation) -> None:
+        """Drop an intermediate relation now: a small TEMP schema keeps every statement cheap to prepare."""
+        if rel.table in self.tables and rel not in self.rule_tables.values():
+            self.tables.remove(rel.table)
+            self.conn.execute(f"DROP TABLE {rel.table}")
+
     def close(self) -> None:
         for table in self.tables:
             self.conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -98,12 +104,17 @@ class Engine:
     # -- clauses ------------------------------------------------------------------------
     def run(self, clauses, rel: Relation) -> Relation:
         steps = plan(clauses, rel.vars)
+        given = rel
         for k, step in enumerate(steps):
             if self.count(rel) == 0:
                 # Nothing flows on: the remaining clauses are not evaluated (nor are their constants
                 # resolved, as in the published runtime); the result still has their variables.
                 later = [v for s in steps[k:] for v in sorted(binds(s.clause)) if v not in rel.index]
-                return self.relation(rel.vars + list(dict.fromkeys(later)))
+                empty = self.relation(rel.vars + list(dict.fromkeys(later)))
+                if rel is not given:
+                    self.drop(rel)
+                return empty
+            before = rel
             clause = step.clause
             if isinstance(clause, Pattern):
                 rel = self.pattern(clause, step.access, rel)
@@ -115,6 +126,8 @@ class Engine:
                 rel = self.disjunction(clause, rel)
             else:
                 rel = self.call(clause, rel)
+            if before is not given and before is not rel:
+                self.drop(before)
         return rel
 
     def _branches(self, added):
@@ -128,6 +141,16 @@ class Engine:
         if type(added) is bool:
             branches = [x for x in branches if x[2] == ("1" if added else "0")]
         return branches
+
+    @staticmethod
+    def _index(access: str, visible: str) -> str:
+        """The index the access path reads, named so SQLite's planner cannot prefer a worse one
+        (TEMP tables have no statistics): live EAVT at the latest basis, else the history index."""
+        if access.startswith("eavt"):
+            return " INDEXED BY fgraph_eavt" if visible == "f.rx IS NULL" else " INDEXED BY fgraph_hist"
+        if access.startswith("avet"):
+            return " INDEXED BY fgraph_avet"
+        return ""
 
     def pattern(self, p: Pattern, access: str, rel: Relation) -> Relation:
         where = f"pattern {p.ordinal}"
@@ -149,6 +172,7 @@ class Engine:
         keyed = ACCESS_KEYS[access]
         units, statements = 0, []
         for visible, dtx, added in self._branches(p.added):
+            hint = self._index(access, visible)
             exprs = {"e": ("0", "f.e"), "a": ("0", "f.a"), "v": ("f.t", "f.v"), "tx": ("0", dtx),
                      "added": (str(TAG_BOOL), added)}
             conds, key_conds, params, key_params, first = [visible], [visible], [], [], {}
@@ -178,13 +202,13 @@ class Engine:
                     key_conds.append(cond)
                     key_params += args
             if keyed:
-                units += self.conn.execute(f"SELECT count(*) FROM {rel.table} b, fgraph_facts f WHERE "
+                units += self.conn.execute(f"SELECT count(*) FROM {rel.table} b, fgraph_facts f{hint} WHERE "
                                            + " AND ".join(key_conds), key_params).fetchone()[0]
             else:
                 units += self.count(rel) * self.conn.execute(
                     f"SELECT count(*) FROM fgraph_facts f WHERE {visible}").fetchone()[0]
             select = rel.columns("b") + [x for var in new_vars for x in first[var]]
-            statements.append((select, f"FROM {rel.table} b, fgraph_facts f WHERE {' AND '.join(conds)} "
+            statements.append((select, f"FROM {rel.table} b, fgraph_facts f{hint} WHERE {' AND '.join(conds)} "
                                "ORDER BY b.rowid, f.id", params))
         self.charge(units)
         for select, rest, params in statements:
@@ -216,6 +240,8 @@ class Engine:
         out = self.relation(rel.vars)
         self.insert(out, rel.columns("b"), f"FROM {rel.table} b WHERE b.rowid NOT IN "
                     f"(SELECT {rowid} FROM {satisfied.table}) ORDER BY b.rowid")
+        self.drop(satisfied)
+        self.drop(seed)
         return out
 
     def disjunction(self, o: Or, rel: Relation) -> Relation:
@@ -224,6 +250,8 @@ class Engine:
             result = self.run(branch, rel)
             select = [x for var in out.vars for x in result.pair(var, "r")]
             self.insert(out, select, f"FROM {result.table} r ORDER BY r.rowid")
+            if result is not rel:
+                self.drop(result)
         return out
 
     # -- rules --------------------------------------------------------------------------
@@ -237,9 +265,12 @@ class Engine:
         while True:
             before = self.count(table)
             for rule in definitions:
-                result = self.run(rule.body, self.unit())
+                seed = self.unit()
+                result = self.run(rule.body, seed)
                 select = [x for var in rule.head for x in result.pair(var, "r")]
                 self.insert(table, select, f"FROM {result.table} r ORDER BY r.rowid")
+                self.drop(result)
+                self.drop(seed)
             if self.count(table) == before:  # the round that finds nothing new is charged too
                 return table
 
