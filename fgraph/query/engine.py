@@ -36,6 +36,7 @@ class Relation:
 
     def __init__(self, table: str, variables: list):
         self.table, self.vars = table, list(variables)
+        self.size = 0  # rows, kept by Engine.insert (so no count(*) is needed)
         self.index = {var: k for k, var in enumerate(self.vars)}
 
     def columns(self, alias: str = "") -> list[str]:
@@ -73,15 +74,18 @@ class Engine:
         rel = self.relation(list(variables))
         holes = ", ".join(["0"] + ["?"] * len(row))
         self.conn.execute(f"INSERT INTO {rel.table} ({', '.join(['o'] + rel.columns())}) VALUES ({holes})", row)
+        rel.size = 1
         return rel
 
     def insert(self, out: Relation, select: list, rest: str, params=()) -> None:
         """``INSERT OR IGNORE`` the selected binding columns into ``out`` (duplicates collapse)."""
         self.conn.execute(f"INSERT OR IGNORE INTO {out.table} ({', '.join(['o'] + out.columns())}) "
                           f"SELECT {', '.join(['0'] + select)} {rest}", params)
+        out.size += self.conn.changes()
 
-    def count(self, rel: Relation) -> int:
-        return self.conn.execute(f"SELECT count(*) FROM {rel.table}").fetchone()[0]
+    @staticmethod
+    def count(rel: Relation) -> int:
+        return rel.size
 
     def charge(self, units: int) -> None:
         self.spent += units
