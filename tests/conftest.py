@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import pathlib
 
 import apsw
@@ -64,3 +65,12 @@ def stepping_clock(start: int = CONFORMANCE_CLOCK):
 
 def requires_upstream():
     return pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/fixtures/upstream is not present")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many conformance steps each adapter actually checked (a skipped step checks nothing)."""
+    module = sys.modules.get("tests.test_conformance")
+    counts = getattr(module, "CHECKED_STEPS", None)
+    if counts:
+        listed = ", ".join(f"{label} {n}" for label, n in sorted(counts.items()))
+        terminalreporter.write_line(f"conformance steps checked per adapter: {listed}")

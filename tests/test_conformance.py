@@ -21,6 +21,7 @@ See docs/conformance.md.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import importlib.util
 import os
@@ -140,14 +141,19 @@ def _adapter(corpus: str, rel: str, kind: str, case: dict[str, Any] | None = Non
     return runner.CliAdapter(os.environ["FGRAPH_PEER"], label="peer")
 
 
+#: checked steps per adapter label, printed at the end of the session (tests/conftest.py)
+CHECKED_STEPS: collections.Counter = collections.Counter()
+
+
 def _outcome(case: dict[str, Any], adapter) -> tuple[str, str]:
     """Run a case: ("pass", ""), ("skip", reason) or ("fail", message)."""
     try:
-        runner.run_case(case, adapter)
+        report = runner.run_case(case, adapter)
     except runner.CaseSkipped as exc:
         return "skip", str(exc)
     except runner.CaseFailure as exc:
         return "fail", str(exc)
+    CHECKED_STEPS[adapter.label] += report.ran
     return "pass", ""
 
 
