@@ -50,6 +50,8 @@ def check_refs(terms, clauses) -> None:
 
 
 class _Test:
+    """The SQL function body: compares two stored (tag, value) operands."""
+
     def __init__(self, terms):
         self.terms = terms
 

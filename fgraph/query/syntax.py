@@ -52,6 +52,8 @@ class Pattern:
 
 @dataclass(frozen=True)
 class Predicate:
+    """``[op, left, right]``: a test of bindings (§4.2)."""
+
     ordinal: int
     op: str
     left: object
@@ -60,12 +62,16 @@ class Predicate:
 
 @dataclass(frozen=True)
 class Not:
+    """``{"not": [...]}``: drops the bindings its clauses satisfy (§4.3)."""
+
     ordinal: int
     clauses: tuple
 
 
 @dataclass(frozen=True)
 class Or:
+    """``{"or": [[...], ...]}``: the union of its branches (§4.4)."""
+
     ordinal: int
     branches: tuple  # of tuples of clauses
     binds: tuple     # the new variables every branch binds, sorted
@@ -73,6 +79,8 @@ class Or:
 
 @dataclass(frozen=True)
 class RuleCall:
+    """``{"rule": [name, arg, ...]}`` (§4.5)."""
+
     ordinal: int
     name: str
     args: tuple
@@ -80,6 +88,8 @@ class RuleCall:
 
 @dataclass(frozen=True)
 class Rule:
+    """One definition of a rule: head variables and body clauses (§5)."""
+
     name: str
     head: tuple
     body: tuple
@@ -97,6 +107,8 @@ class Find:
 
 @dataclass
 class Query:
+    """A parsed query object; ``bound`` holds the variables ``where`` and ``in`` bind outward."""
+
     find: list
     where: list
     inputs: list
