@@ -69,13 +69,18 @@ BATCH_WRITES = frozenset({"batch"})
 BATCH_KEYS = frozenset({"records", "batch_size", "operation_id_prefix"})
 #: the query surface of spec 12: ``q`` (``q(query, args)`` / ``q QUERY --args``), ``explain``
 QUERY_READS = frozenset({"q", "explain", "datoms"})
+#: the schema surface of spec 13 §11–§13: ``schema``, ``attributes`` (library only) and
+#: ``validate`` read; ``shape`` (``declare_shape`` / ``shape NAME``) writes
+SCHEMA_READS = frozenset({"schema", "attributes", "validate"})
+SCHEMA_WRITES = frozenset({"shape"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
-LATER_READS = frozenset({"search", "attributes", "schema",
-                         "validate", "schema_manifest", "schema_check"})
-LATER_WRITES = frozenset({"shape", "schema_apply"})
+LATER_READS = frozenset({"search", "schema_manifest", "schema_check"})
+LATER_WRITES = frozenset({"schema_apply"})
 ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS | QUERY_READS
+           | SCHEMA_READS | SCHEMA_WRITES
            | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_READS | LATER_WRITES | {"at"})
-WRITE_ACTIONS = CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_WRITES
+WRITE_ACTIONS = (CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_WRITES
+                 | SCHEMA_WRITES)
 EVENTS_KEYS = frozenset({"since", "through"})
 EXCISE_KEYS = frozenset({"ref", "operation_id", "if_basis_tx"})
 #: keys of our excise report that the published runtime does not have: ``scrub``
@@ -750,6 +755,14 @@ class LibraryAdapter(Adapter):
             call = lambda: ctx.explain(value, step.get("args"))  # noqa: E731
         elif action == "datoms":
             call = lambda: ctx.datoms(**value)  # noqa: E731
+        elif action in ("schema", "attributes"):
+            call = lambda: getattr(ctx, action)(**value)  # noqa: E731
+        elif action == "validate":
+            call = lambda: ctx.validate(value)  # noqa: E731
+        elif action == "shape":
+            rest = dict(value)
+            name = rest.pop("name")
+            call = lambda: ctx.declare_shape(name, **rest)  # noqa: E731
         elif action == "events":
             call = lambda: ctx.event_records(**value)  # noqa: E731
         elif action == "apply":
@@ -945,6 +958,12 @@ class CliAdapter(Adapter):
             raise NotExpressible(f"{what} inside 'at' (only `get --at` and `q --at` exist)")
         if action in QUERY_READS:
             return self.run(self._query_args(action, value, step, ctx), write=False)
+        if action == "schema":
+            return self.run(self._schema_args(value), write=False)
+        if action == "validate":
+            return self.run(["validate", *_positionals([_ref_arg(value)])], write=False)
+        if action == "shape":
+            return self.run(self._shape_args(value), write=True)
         if action == "tx":
             return self.run(self._add_args(value, step.get("options", {})), write=True)
         if action == "declare":
@@ -1024,6 +1043,39 @@ class CliAdapter(Adapter):
                 handle.write(text)
             text = "@" + query_file
         return [*args, *_positionals([text])]
+
+    def _schema_args(self, value: Any) -> list[str]:
+        if not isinstance(value, dict) or set(value) - {"prefix", "include_system"}:
+            raise NotExpressible("schema takes prefix and include_system")
+        args = ["schema"]
+        if value.get("include_system") is True:
+            args.append("--system")
+        elif value.get("include_system") not in (None, False):
+            raise NotExpressible("include_system must be a boolean on the CLI")
+        if value.get("prefix") not in (None, ""):
+            args.extend(_positionals([_text_arg(value["prefix"], "prefix")]))
+        return args
+
+    def _shape_args(self, value: Any) -> list[str]:
+        if not isinstance(value, dict) or "name" not in value:
+            raise NotExpressible("shape takes an object with a name")
+        args = ["shape"]
+        for key, option in value.items():
+            if key in ("required", "allowed"):
+                if not isinstance(option, list):
+                    raise NotExpressible(f"shape {key} must be a list on the CLI")
+                args += [f"--{key}={_text_arg(a, key)}" for a in option]
+            elif key == "closed":
+                if not isinstance(option, bool):
+                    raise NotExpressible("shape closed must be a boolean on the CLI")
+                args.append("--closed" if option else "--open")
+            elif key == "operation_id":
+                args.append(f"--operation-id={_text_arg(option, 'operation_id')}")
+            elif key == "if_basis_tx":
+                args.append(f"--if-basis-tx={_int_arg(option, 'if_basis_tx')}")
+            elif key != "name":
+                raise NotExpressible(f"shape option {key!r} has no CLI form")
+        return [*args, *_positionals([_text_arg(value["name"], "shape name")])]
 
     def _datoms_args(self, value: Any, ctx: Any) -> list[str]:
         if ctx is not None:

@@ -17,11 +17,11 @@ from fgraph.core.canonical import loads
 from fgraph.core.catalog import IdentityCache
 from fgraph.core.errors import ReadOnly, Unsupported, ValueTypeError
 from fgraph.core.identity import event_factory_from_env, make_clock
-from fgraph.core.declare import declaration
+from fgraph.core.declare import declaration, shape_request
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
-from fgraph.query import ask as _ask, datoms as _datoms, pull as _pull
+from fgraph.query import ask as _ask, datoms as _datoms, pull as _pull, schema as _schema
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -113,6 +113,13 @@ class Db:
         self._writable()
         return self.transact(declaration(attr, type=type, ref=ref, many=many, unique=unique,
                                          nohistory=nohistory, dims=dims, doc=doc, vector_model=vector_model),
+                             operation_id=operation_id, if_basis_tx=if_basis_tx)
+
+    def declare_shape(self, name, *, required=(), allowed=(), closed=False, operation_id=None,
+                      if_basis_tx=None) -> dict:
+        """Create or replace a shape: exactly ``transact`` of the request ``shape_request`` builds (spec 13 §13.1)."""
+        self._writable()
+        return self.transact(shape_request(name, required=required, allowed=allowed, closed=closed),
                              operation_id=operation_id, if_basis_tx=if_basis_tx)
 
     def excise(self, ref, *, operation_id=None, if_basis_tx=None) -> dict:
@@ -218,6 +225,18 @@ class Db:
     def datoms(self, index="eavt", components=(), *, source="current", limit=100, cursor=None) -> dict:
         """One page of an index (eavt, avet, vaet) at this view's basis; pass ``next_cursor`` for the next."""
         return _datoms.datoms(self._reader(), index, components, source=source, limit=limit, cursor=cursor)
+
+    def schema(self, prefix=None, *, include_system: bool = False) -> dict:
+        """The schema page at this view's basis: attributes, shapes and their digest (spec 13 §11)."""
+        return _schema.SchemaReader(self._reader()).page(prefix, include_system)
+
+    def attributes(self, prefix=None, *, include_system: bool = False) -> list:
+        """Each listed attribute's effective flags, observed types and live fact count (spec 13 §12)."""
+        return _schema.SchemaReader(self._reader()).attributes(prefix, include_system)
+
+    def validate(self, ref) -> dict:
+        """One entity checked against its shape at this view's basis (spec 13 §13.3)."""
+        return _schema.SchemaReader(self._reader()).validate(ref)
 
     def pull(self, ref, pattern) -> dict:
         """One entity's attributes selected by a pull pattern (spec 12 §7)."""

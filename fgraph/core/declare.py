@@ -28,3 +28,34 @@ def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory
     if len(data) == 1:
         raise SchemaError(f"nothing to declare for {attr!r}", "pass at least one of type, many, unique, ...")
     return data
+
+
+def shape_request(name, *, required=(), allowed=(), closed=False) -> list:
+    """The request that ``declare_shape`` transacts (spec 13 §13.1): retract the shape's three
+    fields, then assert them again, so a repeat is a no-op and a change replaces the shape."""
+    from fgraph.core.errors import Unsupported
+    from fgraph.core.genesis import system_identities
+    from fgraph.core.names import check_name
+    if type(name) is str and name in {row["name"] for row in system_identities()}:
+        raise Unsupported(f"shape name {name!r} is a system identity", "name the shape, e.g. shape/article")
+    if type(name) is not str or name.startswith("fgraph/"):
+        raise SchemaError(f"shape name {name!r} is not valid", "name the shape, e.g. shape/article")
+    check_name(name, "shape name")
+    lists = {}
+    for key, raw in (("required", required), ("allowed", allowed)):
+        if type(raw) not in (list, tuple) or not all(type(a) is str for a in raw):
+            raise SchemaError(f"shape {key} must be an array of attribute names", f'pass {key}=["ns/attr"]')
+        for attr in raw:
+            check_attribute_name(attr)
+        lists[key] = sorted(set(raw))
+    if type(closed) is not bool:
+        raise SchemaError(f"shape closed must be true or false, not {closed!r}", "pass closed=True or False")
+    if closed:
+        lists["allowed"] = sorted(set(lists["allowed"]) | set(lists["required"]))
+    data: dict = {"id": name, "fgraph/shape-closed": closed}
+    if lists["required"]:
+        data["fgraph/shape-required"] = [{"ref": a} for a in lists["required"]]
+    if lists["allowed"]:
+        data["fgraph/shape-allowed"] = [{"ref": a} for a in lists["allowed"]]
+    return [["retract", name, "fgraph/shape-required"], ["retract", name, "fgraph/shape-allowed"],
+            ["retract", name, "fgraph/shape-closed"], data]

@@ -43,8 +43,7 @@ from fgraph.core.limits import GENESIS_TX
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("mcp",
-            "search", "shape", "validate", "schema", "schema-export", "schema-check", "schema-apply")
+RESERVED = ("mcp", "search", "schema-export", "schema-check", "schema-apply")
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 
@@ -297,6 +296,42 @@ def datoms(ctx, index, components, source, limit, cursor):
     if not isinstance(parts, list):
         raise ValueTypeError("--components must be a JSON array", "pass --components '[\"ada\", \"person/name\"]'")
     _run(ctx, RO, lambda db: db.datoms(index, parts, source=source, limit=limit, cursor=cursor))
+
+
+@cli.command()
+@common_options
+@click.argument("prefix", required=False)
+@click.option("--system", is_flag=True, help="Include the fgraph/ system attributes.")
+@click.pass_context
+def schema(ctx, prefix, system):
+    """Print the schema page: attributes (declared, effective, observed), shapes and their digest."""
+    _run(ctx, RO, lambda db: db.schema(prefix, include_system=system))
+
+
+@cli.command()
+@common_options
+@click.argument("name")
+@click.option("--required", multiple=True, metavar="ATTR", help="An attribute the entity must have (repeatable).")
+@click.option("--allowed", multiple=True, metavar="ATTR", help="An attribute a closed shape admits (repeatable).")
+@click.option("--closed", is_flag=True, help="Admit only required and allowed attributes.")
+@click.option("--open", "open_", is_flag=True, help="Admit any attribute (the default).")
+@click.option("--operation-id", help="Idempotency key of the transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@click.pass_context
+def shape(ctx, name, required, allowed, closed, open_, operation_id, if_basis_tx):
+    """Create or replace a shape (required and allowed attributes) in one transaction."""
+    closed = bool(_pair(ctx, closed, open_, "--closed", "--open"))
+    _run(ctx, RW, lambda db: db.declare_shape(name, required=list(required), allowed=list(allowed), closed=closed,
+                                              operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+@cli.command()
+@common_options
+@click.argument("ref")
+@click.pass_context
+def validate(ctx, ref):
+    """Check one entity against its shape; exits 0 even when it is invalid."""
+    _run(ctx, RO, lambda db: db.validate(_ref(ref)))
 
 
 @cli.command()

@@ -1,0 +1,94 @@
+"""Proves the schema surface (fgraph.query.schema, fgraph.core.declare.shape_request): the page
+and its digest as spec 13 §11 pins them, attributes(), declare_shape's exact request (its hash
+is the published runtime's), and validate after an excision breaks a shape."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import fgraph
+from fgraph.core.canonical import dumps
+from fgraph.core.declare import shape_request
+
+CLOCK = 1767225600000000
+
+
+def test_a_fresh_page_and_its_digest():
+    with fgraph.connect(":memory:", clock=CLOCK) as db:
+        assert db.schema() == {"attributes": [], "basis_tx": 64, "shapes": [],
+                               "digest": "sha256:efcd291ab1ea79fb28806c921fa3eae193424e743429904ff01422f58e23ab81"}
+        system = db.schema(include_system=True)["attributes"]
+        assert [a["name"] for a in system][:3] == ["fgraph/at", "fgraph/by", "fgraph/dims"]
+        with pytest.raises(fgraph.ValueTypeError):
+            db.schema(3)
+
+
+def test_the_spec_page_declared_effective_observed():
+    with fgraph.connect(":memory:", clock=CLOCK) as db:
+        db.declare("item/title", type="text", doc="Title")
+        db.declare("item/embedding", type="vector", dims=2, vector_model="test-embed/1")
+        db.declare_shape("shape/article", required=["item/title"], allowed=["item/embedding"], closed=True)
+        db.transact({"id": "article/one", "fgraph/shape": {"ref": "shape/article"}, "item/title": "Portable facts",
+                     "item/embedding": {"vector": [1, 0]}})
+        page = db.schema("item/")
+        assert page["digest"] == "sha256:33baed66a7ff02e2567146923a23b181f26f2a21ca5d30874b50372007ad9379"
+        embedding = page["attributes"][0]
+        assert embedding["effective"]["nohistory"] is True and embedding["observed"] == {
+            "entities": 1, "live_facts": 1, "types": ["vector"]}
+        assert page["shapes"] == [{"allowed": ["item/embedding", "item/title"], "closed": True,
+                                   "name": "shape/article", "required": ["item/title"]}]
+        listed = {a["name"]: a for a in db.attributes()}
+        assert listed["article/one"] == {"facts": 0, "many": False, "name": "article/one", "nohistory": False,
+                                         "types": [], "unique": False}
+        assert listed["item/title"]["doc"] == "Title" and "dims" not in listed["item/title"]
+        with pytest.raises(fgraph.SchemaError):
+            db.transact({"id": "article/two", "fgraph/shape": {"ref": "shape/article"},
+                         "item/embedding": {"vector": [0, 1]}})
+
+
+def test_shape_requests_hash_as_the_published_runtime():
+    def request_hash(**kw):
+        return hashlib.sha256(dumps({"data": shape_request(**kw), "options": {}}).encode()).hexdigest()
+    assert request_hash(name="s/a") == "9b82ae8dce69041bdd2d6c21ac06199475f6f450f20990b8b0bedeef7b0212d7"
+    assert request_hash(name="shape/article", required=["item/title"], allowed=["item/embedding"], closed=True) \
+        == "9973e55b35abd16d9fa5177b7598907dd5229d8255c555c6826a9e2b295b57eb"
+
+
+@pytest.mark.parametrize("kw,error", [
+    ({"name": "fgraph/type"}, fgraph.Unsupported), ({"name": "fgraph/mine"}, fgraph.SchemaError),
+    ({"name": 3}, fgraph.SchemaError), ({"name": "s", "required": "a/b"}, fgraph.SchemaError),
+    ({"name": "s", "allowed": ["BAD"]}, fgraph.SchemaError), ({"name": "s", "closed": 1}, fgraph.SchemaError)])
+def test_bad_shapes_write_nothing(kw, error):
+    with fgraph.connect(":memory:", clock=CLOCK) as db:
+        with pytest.raises(error):
+            db.declare_shape(**kw)
+        assert db.latest_tx() == 64
+
+
+def test_validate_after_an_excision_and_the_cli(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "fgraph")
+    path = str(tmp_path / "v.db")
+    env = dict(os.environ, FGRAPH_CLOCK=str(CLOCK))
+
+    def run(*args):
+        proc = subprocess.run([exe, "--db", path, "--json", *args], capture_output=True, text=True, env=env)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    assert run("declare", "a/x", "--ref")[0] == 0
+    assert run("shape", "shape/a", "--required", "a/x", "--required", "a/w", "--allowed", "b/y", "--closed")[0] == 0
+    assert run("add", '{"id":"e1","fgraph/shape":{"ref":"shape/a"},"a/x":{"ref":"victim"},"a/w":1}')[0] == 0
+    assert run("excise", "victim", "--operation-id", "x1", "--if-basis-tx", "73")[0] == 0
+    code, out, _ = run("validate", "e1")
+    assert code == 0 and json.loads(out) == {"basis_tx": 74, "valid": False, "violations": [
+        {"attribute": "a/x", "code": "required", "entity": "e1", "message": "required attribute is missing",
+         "shape": "shape/a"}]}
+    assert run("shape", "s/b", "--closed", "--open")[0] == 2
+    assert run("validate", "nobody")[2].startswith("NotFound")
+    code, out, _ = run("schema", "a/")
+    assert code == 0 and [a["name"] for a in json.loads(out)["attributes"]] == ["a/w", "a/x"]
