@@ -68,3 +68,17 @@ def test_pull_in_find_collapses_equal_renderings():
         assert sorted(r[0]["person/status"] for r in rows) == ["active", "archived"]
         with pytest.raises(fgraph.QueryError, match="not an entity"):
             db.q(find=[["pull", "?n", ["*"]]], where=[N])
+
+
+def test_the_published_names_import():
+    """Spec 11 §3 / issue 13 item 3: code written against the published library imports unchanged."""
+    from fgraph import FGraphError, Result as PublishedResult
+    assert FGraphError is fgraph.FgraphError and PublishedResult is Result
+    assert fgraph.TypeError is fgraph.ValueTypeError and issubclass(fgraph.TypeError, FGraphError)
+    import builtins
+    import pathlib
+    assert builtins.TypeError is not fgraph.TypeError
+    package = pathlib.Path(fgraph.__file__).parent
+    assert not [p for p in package.rglob("*.py") if "\nTypeError = " in p.read_text() or "import TypeError" in p.read_text()]
+    with pytest.raises(fgraph.TypeError):
+        fgraph.connect(":memory:", query_budget=0)
