@@ -71,10 +71,10 @@ BATCH_KEYS = frozenset({"records", "batch_size", "operation_id_prefix"})
 QUERY_READS = frozenset({"q", "explain", "datoms"})
 #: the schema surface of spec 13 §11–§13: ``schema``, ``attributes`` (library only) and
 #: ``validate`` read; ``shape`` (``declare_shape`` / ``shape NAME``) writes
-SCHEMA_READS = frozenset({"schema", "attributes", "validate"})
+SCHEMA_READS = frozenset({"schema", "attributes", "validate", "schema_manifest", "schema_check"})
 SCHEMA_WRITES = frozenset({"shape"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
-LATER_READS = frozenset({"search", "schema_manifest", "schema_check"})
+LATER_READS = frozenset({"search"})
 LATER_WRITES = frozenset({"schema_apply"})
 ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS | QUERY_READS
            | SCHEMA_READS | SCHEMA_WRITES
@@ -759,6 +759,10 @@ class LibraryAdapter(Adapter):
             call = lambda: getattr(ctx, action)(**value)  # noqa: E731
         elif action == "validate":
             call = lambda: ctx.validate(value)  # noqa: E731
+        elif action == "schema_manifest":
+            call = lambda: ctx.schema_manifest()  # noqa: E731
+        elif action == "schema_check":
+            call = lambda: ctx.check_schema_manifest(value)  # noqa: E731
         elif action == "shape":
             rest = dict(value)
             name = rest.pop("name")
@@ -962,6 +966,11 @@ class CliAdapter(Adapter):
             return self.run(self._schema_args(value), write=False)
         if action == "validate":
             return self.run(["validate", *_positionals([_ref_arg(value)])], write=False)
+        if action == "schema_manifest":
+            return self.run(["schema-export"], write=False)
+        if action == "schema_check":
+            return self.run(["schema-check", "-"], write=False,
+                            stdin=dumps_json(value, ascii_only=True).encode("utf-8"))
         if action == "shape":
             return self.run(self._shape_args(value), write=True)
         if action == "tx":

@@ -21,7 +21,7 @@ from fgraph.core.declare import declaration, shape_request
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
-from fgraph.query import ask as _ask, datoms as _datoms, pull as _pull, schema as _schema
+from fgraph.query import ask as _ask, datoms as _datoms, manifest as _manifest, pull as _pull, schema as _schema
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -233,6 +233,14 @@ class Db:
     def attributes(self, prefix=None, *, include_system: bool = False) -> list:
         """Each listed attribute's effective flags, observed types and live fact count (spec 13 §12)."""
         return _schema.SchemaReader(self._reader()).attributes(prefix, include_system)
+
+    def schema_manifest(self) -> dict:
+        """The declared schema as a ``schema/1`` manifest with its digest (spec 13 §14.1)."""
+        return _manifest.export(self._reader())
+
+    def check_schema_manifest(self, manifest) -> dict:
+        """What applying ``manifest`` would change, without writing (spec 13 §14.3)."""
+        return _manifest.check(self._reader(), manifest)
 
     def validate(self, ref) -> dict:
         """One entity checked against its shape at this view's basis (spec 13 §13.3)."""

@@ -92,3 +92,25 @@ def test_validate_after_an_excision_and_the_cli(tmp_path):
     assert run("validate", "nobody")[2].startswith("NotFound")
     code, out, _ = run("schema", "a/")
     assert code == 0 and [a["name"] for a in json.loads(out)["attributes"]] == ["a/w", "a/x"]
+
+
+def test_manifests_export_and_check():
+    with fgraph.connect(":memory:", clock=CLOCK) as db:
+        assert db.schema_manifest()["digest"] == \
+            "sha256:68a8b398e47ea218eba368a03158c15afd037238966c63f234c92b3e723c16a2"
+        db.declare("project/id", type="text", unique=True)
+        db.declare("project/tags", type="text", many=True)
+        db.declare_shape("shape/project", required=["project/id"], allowed=["project/tags"], closed=True)
+        exported = db.schema_manifest()
+        assert exported["digest"] == "sha256:67d3acc86efe00e32cbda76a9cfbcbd79352a44086b0888c646d82581f21e565"
+        same = db.check_schema_manifest(dict(exported, digest="ignored"))
+        assert same["valid"] and same["changes"] == [] and same["current_digest"] == same["desired_digest"]
+        drift = db.check_schema_manifest({"fgraph": "schema/1", "attributes": [
+            {"name": "project/id", "declared": {"type": "text", "unique": True}}]})
+        assert [(c["kind"], c["name"], c["after"]) for c in drift["changes"]] == [
+            ("attribute", "project/tags", None), ("shape", "shape/project", None)]
+        for bad in ({"fgraph": "schema/2"}, {"fgraph": "schema/1", "x": 1},
+                    {"fgraph": "schema/1", "attributes": [{"name": "a/b", "declared": {"dims": True}}]},
+                    {"fgraph": "schema/1", "shapes": [{"name": "s", "required": [], "allowed": []}]}):
+            with pytest.raises(fgraph.SchemaError):
+                db.check_schema_manifest(bad)

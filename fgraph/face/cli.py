@@ -43,7 +43,7 @@ from fgraph.core.limits import GENESIS_TX
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("mcp", "search", "schema-export", "schema-check", "schema-apply")
+RESERVED = ("mcp", "search", "schema-apply")
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 
@@ -306,6 +306,24 @@ def datoms(ctx, index, components, source, limit, cursor):
 def schema(ctx, prefix, system):
     """Print the schema page: attributes (declared, effective, observed), shapes and their digest."""
     _run(ctx, RO, lambda db: db.schema(prefix, include_system=system))
+
+
+@cli.command("schema-export")
+@common_options
+@click.pass_context
+def schema_export(ctx):
+    """Print the declared schema as a schema/1 manifest (for review in git)."""
+    _run(ctx, RO, lambda db: db.schema_manifest())
+
+
+@cli.command("schema-check")
+@common_options
+@click.argument("src", metavar="SRC")
+@click.pass_context
+def schema_check(ctx, src):
+    """Compare a schema/1 manifest (inline JSON, @file or -) with the database; exits 0 on drift."""
+    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
+    _run(ctx, RO, lambda db: db.check_schema_manifest(manifest))
 
 
 @cli.command()
