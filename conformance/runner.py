@@ -72,10 +72,10 @@ QUERY_READS = frozenset({"q", "explain", "datoms"})
 #: the schema surface of spec 13 §11–§13: ``schema``, ``attributes`` (library only) and
 #: ``validate`` read; ``shape`` (``declare_shape`` / ``shape NAME``) writes
 SCHEMA_READS = frozenset({"schema", "attributes", "validate", "schema_manifest", "schema_check"})
-SCHEMA_WRITES = frozenset({"shape"})
+SCHEMA_WRITES = frozenset({"shape", "schema_apply"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
 LATER_READS = frozenset({"search"})
-LATER_WRITES = frozenset({"schema_apply"})
+LATER_WRITES: frozenset = frozenset()
 ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS | QUERY_READS
            | SCHEMA_READS | SCHEMA_WRITES
            | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_READS | LATER_WRITES | {"at"})
@@ -763,6 +763,10 @@ class LibraryAdapter(Adapter):
             call = lambda: ctx.schema_manifest()  # noqa: E731
         elif action == "schema_check":
             call = lambda: ctx.check_schema_manifest(value)  # noqa: E731
+        elif action == "schema_apply":
+            rest = dict(value)
+            manifest = rest.pop("manifest")
+            call = lambda: ctx.apply_schema_manifest(manifest, **rest)  # noqa: E731
         elif action == "shape":
             rest = dict(value)
             name = rest.pop("name")
@@ -971,6 +975,16 @@ class CliAdapter(Adapter):
         if action == "schema_check":
             return self.run(["schema-check", "-"], write=False,
                             stdin=dumps_json(value, ascii_only=True).encode("utf-8"))
+        if action == "schema_apply":
+            args = ["schema-apply", "-"]
+            for key, option in value.items():
+                if key == "operation_id":
+                    args.append(f"--operation-id={_text_arg(option, 'operation_id')}")
+                elif key == "if_basis_tx":
+                    args.append(f"--if-basis-tx={_int_arg(option, 'if_basis_tx')}")
+                elif key != "manifest":
+                    raise NotExpressible(f"schema_apply option {key!r} has no CLI form")
+            return self.run(args, write=True, stdin=dumps_json(value["manifest"], ascii_only=True).encode("utf-8"))
         if action == "shape":
             return self.run(self._shape_args(value), write=True)
         if action == "tx":

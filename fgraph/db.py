@@ -122,6 +122,12 @@ class Db:
         return self.transact(shape_request(name, required=required, allowed=allowed, closed=closed),
                              operation_id=operation_id, if_basis_tx=if_basis_tx)
 
+    def apply_schema_manifest(self, manifest, *, operation_id=None, if_basis_tx=None) -> dict:
+        """Make the declared schema equal ``manifest`` in one transaction (spec 13 §14.4)."""
+        self._writable()
+        data, envelope = _manifest.apply_request(self._reader(), manifest)
+        return self._run(Request(data, operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope))
+
     def excise(self, ref, *, operation_id=None, if_basis_tx=None) -> dict:
         """Erase one entity or attribute from the present and from history (spec 07 §2)."""
         self._writable()

@@ -114,3 +114,30 @@ def test_manifests_export_and_check():
                     {"fgraph": "schema/1", "shapes": [{"name": "s", "required": [], "allowed": []}]}):
             with pytest.raises(fgraph.SchemaError):
                 db.check_schema_manifest(bad)
+
+
+def test_apply_a_manifest_as_the_spec_example():
+    m1 = {"fgraph": "schema/1", "attributes": [
+        {"name": "project/tags", "declared": {"type": "text", "many": True}},
+        {"name": "project/id", "declared": {"type": "text", "unique": True}}],
+        "shapes": [{"name": "shape/project", "required": ["project/id"], "allowed": ["project/tags"], "closed": True}]}
+    only_id = {"fgraph": "schema/1", "attributes": [{"name": "project/id", "declared": {"type": "text", "unique": True}}]}
+    with fgraph.connect(":memory:", clock=CLOCK) as db:
+        first = db.apply_schema_manifest(m1, operation_id="schema-manifest:apply")
+        assert first["tx"] == 68 and [f["id"] for f in first["asserted"]] == list(range(40, 49))
+        assert db.receipt(68)["request_hash"] == \
+            "sha256:a6648af7eb0532ef76411f5bb484659e401329a2410fba1ac604a87121ebb9b9"
+        assert db.schema_manifest()["digest"] == \
+            "sha256:67d3acc86efe00e32cbda76a9cfbcbd79352a44086b0888c646d82581f21e565"
+        with pytest.raises(fgraph.Conflict):
+            db.apply_schema_manifest(only_id, operation_id="r2", if_basis_tx=64)
+        with pytest.raises(fgraph.Conflict):
+            db.apply_schema_manifest(only_id, operation_id="schema-manifest:apply")
+        second = db.apply_schema_manifest(only_id, operation_id="r2", if_basis_tx=68)
+        assert second["tx"] == 69 and [f["id"] for f in second["retracted"]] == [43, 44, 48, 45, 46, 47]
+        assert db.apply_schema_manifest(dict(only_id, digest="anything"))["status"] == "noop"
+        with pytest.raises(fgraph.Unsupported):
+            db.apply_schema_manifest({"fgraph": "schema/1", "attributes": [
+                {"name": "fgraph/type", "declared": {"doc": "x"}}]})
+        with pytest.raises(fgraph.ReadOnly):
+            db.at(68).apply_schema_manifest(only_id)

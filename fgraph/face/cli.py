@@ -43,7 +43,7 @@ from fgraph.core.limits import GENESIS_TX
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("mcp", "search", "schema-apply")
+RESERVED = ("mcp", "search")
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 
@@ -324,6 +324,19 @@ def schema_check(ctx, src):
     """Compare a schema/1 manifest (inline JSON, @file or -) with the database; exits 0 on drift."""
     manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
     _run(ctx, RO, lambda db: db.check_schema_manifest(manifest))
+
+
+@cli.command("schema-apply")
+@common_options
+@click.argument("src", metavar="SRC")
+@click.option("--operation-id", help="Idempotency key of the transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@click.pass_context
+def schema_apply(ctx, src, operation_id, if_basis_tx):
+    """Make the declared schema equal a schema/1 manifest (inline JSON, @file or -), in one transaction."""
+    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
+    _run(ctx, RW, lambda db: db.apply_schema_manifest(manifest, operation_id=operation_id,
+                                                      if_basis_tx=if_basis_tx))
 
 
 @cli.command()

@@ -115,3 +115,73 @@ def check(reader, manifest) -> dict:
                 changes.append({"after": after, "before": before, "kind": kind, "name": name})
     return {"basis_tx": reader.basis, "changes": changes, "current_digest": current["digest"],
             "desired_digest": desired["digest"], "valid": not changes}
+
+
+SHAPE_KEYS = (("required", "fgraph/shape-required"), ("allowed", "fgraph/shape-allowed"),
+              ("closed", "fgraph/shape-closed"))
+DECLARED_ATTRS = {name: f"fgraph/{name.replace('_', '-')}" for _, name in DECLARED}
+ORDER = {"fgraph/many": 5, "fgraph/unique": 6, "fgraph/nohistory": 7, "fgraph/type": 8, "fgraph/dims": 9,
+         "fgraph/doc": 10, "fgraph/vector-model": 14, "fgraph/shape-required": 16, "fgraph/shape-allowed": 17,
+         "fgraph/shape-closed": 18}
+
+
+def _live(reader, name, attrs) -> list[tuple[str, object, int]]:
+    """(attribute name, rendered value, fact id) of ``name``'s live facts of ``attrs``."""
+    e = reader.cat.id_by_name(name)
+    if e is None:
+        return []
+    ids = {reader.cat.id_by_name(a): a for a in attrs}
+    rows = reader.conn.execute(
+        f"SELECT a, v, t, id FROM fgraph_facts WHERE e = ? AND a IN ({', '.join(str(i) for i in ids)}) "
+        f"AND {reader.visible()} ORDER BY a, id", (e,)).fetchall()
+    return [(ids[a], reader.value(v, t), fact_id) for a, v, t, fact_id in rows]
+
+
+def apply_request(reader, manifest) -> tuple[list, dict]:
+    """The transaction data and request-hash envelope of ``apply_schema_manifest`` (§14.4): per
+    attribute then per shape, in name order, retract what is not desired (by attribute id, then
+    fact id) and assert what is missing (keys and list values in name order)."""
+    from fgraph.core.errors import Unsupported
+    from fgraph.core.genesis import system_identities
+    desired, current = normalize(manifest), export(reader)
+    system = {row["name"] for row in system_identities()}
+    for item in desired["attributes"] + desired["shapes"]:
+        if item["name"] in system:
+            raise Unsupported(f"schema manifest names the system identity {item['name']!r}",
+                              "system attributes are fixed; remove it from the manifest")
+    data: list = []
+    wanted_attrs = {a["name"]: a["declared"] for a in desired["attributes"]}
+    for name in sorted({a["name"] for a in current["attributes"]} | set(wanted_attrs)):
+        wanted = {DECLARED_ATTRS[k]: v for k, v in wanted_attrs.get(name, {}).items()}
+        live = _live(reader, name, ORDER.keys() - {a for _, a in SHAPE_KEYS})
+        data += [["retract", name, a, v] for a, v, _ in live if wanted.get(a, _MISSING) != v]
+        kept = {a for a, v, _ in live if wanted.get(a, _MISSING) == v}
+        missing = {a: v for a, v in wanted.items() if a not in kept}
+        if missing:
+            data.append({"id": name, **dict(sorted(missing.items()))})
+    wanted_shapes = {s["name"]: s for s in desired["shapes"]}
+    for name in sorted({s["name"] for s in current["shapes"]} | set(wanted_shapes), key=str):
+        shape = wanted_shapes.get(name)
+        wanted: dict = {}
+        if shape is not None:
+            wanted = {"fgraph/shape-closed": [shape["closed"]],
+                      "fgraph/shape-required": [{"ref": a} for a in shape["required"]],
+                      "fgraph/shape-allowed": [{"ref": a} for a in shape["allowed"]]}
+        live = _live(reader, name, [a for _, a in SHAPE_KEYS])
+        data += [["retract", name, a, v] for a, v, _ in live if v not in wanted.get(a, [])]
+        kept = {(a, dumps(v)) for a, v, _ in live if v in wanted.get(a, [])}
+        missing = {a: [v for v in values if (a, dumps(v)) not in kept] for a, values in sorted(wanted.items())}
+        missing = {a: values for a, values in missing.items() if values}
+        if missing:
+            record = {"id": name}
+            for a, values in missing.items():
+                record[a] = values[0] if a == "fgraph/shape-closed" else values
+            data.append(record)
+    return data, {"manifest": desired, "operation": "schema-apply"}
+
+
+class _Missing:
+    """Marks a declaration key the manifest does not want."""
+
+
+_MISSING = _Missing()
