@@ -6,9 +6,11 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 
 from __future__ import annotations
 
+import contextlib
+
 from fgraph.streams import apply as _apply, events as _events
 from fgraph.ops import backup as _backup, doctor as _doctor
-from fgraph.core import connection, reads
+from fgraph.core import connection, reads, txn as _txn
 from fgraph.streams import snapshot as _snapshot
 from fgraph.ops import excise as _excise, undo as _undo
 from fgraph.streams import restore as _restore
@@ -127,6 +129,20 @@ class Db:
         self._writable()
         data, envelope = _manifest.apply_request(self._reader(), manifest)
         return self._run(Request(data, operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope))
+
+    def speculate(self):
+        """``with db.speculate():`` — writes inside report as if committed and are all rolled back at
+        the block's end, also on an exception (spec 13 §15). Yields this same handle."""
+        if self.basis is not None or self.read_only:
+            self._writable()
+        if _txn.is_speculating(self.connection):
+            raise Unsupported("speculate() inside a speculation", "finish the outer speculation first")
+        return self._speculation()
+
+    @contextlib.contextmanager
+    def _speculation(self):
+        with _txn.speculation(self.connection, self._schema_cache, self._identity_cache):
+            yield self
 
     def excise(self, ref, *, operation_id=None, if_basis_tx=None) -> dict:
         """Erase one entity or attribute from the present and from history (spec 07 §2)."""

@@ -36,9 +36,63 @@ class WriteTransaction:
         self.discarded = True
 
 
+_SPECULATING: set[int] = set()
+
+
+def is_speculating(conn: apsw.Connection) -> bool:
+    return id(conn) in _SPECULATING
+
+
+@contextlib.contextmanager
+def speculation(conn: apsw.Connection, *caches) -> Iterator[None]:
+    """``speculate()`` (spec 13 §15): one deferred transaction that is always rolled back. Writes
+    inside it run as savepoints, so they plan, allocate and report as if they committed; the first
+    of them takes the write lock (a busy writer elsewhere makes it wait, then ``Conflict``)."""
+    if not conn.getautocommit():
+        raise Conflict("this connection is inside a read or a write", "speculate from an idle handle")
+    conn.execute("BEGIN")
+    _SPECULATING.add(id(conn))
+    try:
+        yield
+    finally:
+        _SPECULATING.discard(id(conn))
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        for cache in caches:
+            cache.clear()
+
+
+@contextlib.contextmanager
+def _savepoint(conn: apsw.Connection, caches) -> Iterator[WriteTransaction]:
+    try:
+        conn.execute("SAVEPOINT fgraph_write")
+        # Take the write lock now, as BEGIN IMMEDIATE would: the speculation rolls this back.
+        conn.execute("UPDATE fgraph_meta SET value = value WHERE key = 'next_id'")
+    except (apsw.BusyError, apsw.LockedError):
+        raise Conflict("the database is locked by another writer",
+                       "retry in a moment; only one process can write at a time") from None
+    handle = WriteTransaction(conn)
+    try:
+        yield handle
+        if handle.discarded:
+            conn.execute("ROLLBACK TO fgraph_write")
+        conn.execute("RELEASE fgraph_write")
+    except BaseException:
+        for cache in caches:
+            cache.clear()
+        conn.execute("ROLLBACK TO fgraph_write")
+        conn.execute("RELEASE fgraph_write")
+        raise
+
+
 @contextlib.contextmanager
 def write_transaction(conn: apsw.Connection, *caches) -> Iterator[WriteTransaction]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``; ROLLBACK (and ``cache.clear()``) on any exception."""
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; ROLLBACK (and ``cache.clear()``) on any exception.
+    Inside a speculation, a savepoint instead."""
+    if is_speculating(conn):
+        with _savepoint(conn, caches) as handle:
+            yield handle
+        return
     if not conn.getautocommit():
         raise Conflict("this connection is still inside a read: a snapshot or event iterator was left unfinished",
                        "finish or close() that iterator before writing, or write through another connection")

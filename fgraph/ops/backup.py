@@ -24,9 +24,9 @@ import apsw
 
 from fgraph.core import connection, layout
 from fgraph.ops import doctor
-from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
 from fgraph.streams.snapshot import logical_digest
-from fgraph.core.txn import read_transaction
+from fgraph.core.txn import is_speculating, read_transaction
 
 SIDECARS = ("", "-journal", "-wal", "-shm")
 BUSY_RETRIES = 20
@@ -167,6 +167,9 @@ def _fsync(path: str, directory: bool = False) -> None:
 
 def backup(source: apsw.Connection, source_path: str, dest) -> dict:
     """Copy, verify, fsync and publish ``source`` at ``dest``; never touches an existing name."""
+    if is_speculating(source):
+        raise Unsupported("backup inside speculate() would copy writes that are about to be rolled back",
+                          "take the backup before or after the speculation")
     dest = _path(dest, "backup destination")
     if source_path != connection.MEMORY and _same_file(dest, source_path):
         raise Conflict(f"backup destination {dest!r} is the open database", "choose a different path")

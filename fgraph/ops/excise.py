@@ -22,7 +22,7 @@ from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
 from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 from fgraph.core.rows import Rows, event_hash
-from fgraph.core.txn import write_transaction
+from fgraph.core.txn import is_speculating, write_transaction
 from fgraph.core.transact import (Request, already_applied_report, check_if_basis_tx,
                                   check_operation_id)
 
@@ -107,6 +107,8 @@ def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, 
                 raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
                                "refresh state and retry the excision")
             report = _write(conn, cat, _target(cat, ref), latest, operation_id, req_hash, clock, event_factory)
+            if is_speculating(conn):
+                return report  # rolled back with the speculation: nothing reaches the disk to scrub
             scrub.owe(path, report["tx"])
     if report["status"] == "already_applied" and scrub.pending(path) is None:
         return report  # a retry after a finished scrub: nothing left to do
