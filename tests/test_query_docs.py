@@ -1,5 +1,6 @@
-"""Proves every example of docs/query.md: each ```console block runs, in order, in one fresh
-directory with this runtime's `fgraph` first on PATH, and prints exactly what the page shows."""
+"""Proves every example of docs/query.md and docs/schema.md: each ```console block of a page
+runs, in order, in one fresh directory with this runtime's `fgraph` first on PATH, and prints
+exactly what the page shows."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "query.md"
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PAGES = ["query.md", "schema.md"]
+ERRORS = ("NotFound:", "Conflict:", "SchemaError:", "TypeError:", "QueryError:", "FormatError:", "ReadOnly:",
+          "TooLarge:", "Unsupported:")
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
 
 
@@ -23,21 +29,21 @@ def examples(text: str):
     return pairs
 
 
-def test_every_example_prints_what_the_page_shows(tmp_path):
+@pytest.mark.parametrize("page", PAGES)
+def test_every_example_prints_what_the_page_shows(tmp_path, page):
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
                FGRAPH_CLOCK="1767225600000000", FGRAPH_EVENT_SEED="docs")
-    pairs = examples(DOC.read_text(encoding="utf-8"))
-    assert len(pairs) >= 20
+    pairs = examples((DOCS / page).read_text(encoding="utf-8"))
+    assert len(pairs) >= 10
     for command, expected in pairs:
         proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, cwd=tmp_path)
         assert (proc.stdout + proc.stderr).rstrip("\n") == expected, command
 
 
-def test_the_published_runtime_answers_the_same(tmp_path):
+@pytest.mark.parametrize("page", PAGES)
+def test_the_published_runtime_answers_the_same(tmp_path, page):
     """The page's outputs are the contract's, not only ours: with FGRAPH_PEER set, the same
     commands on the published runtime print the same stdout and the same error names."""
-    import pytest
-
     from tests.conftest import peer_executable
     peer = peer_executable()
     if peer is None:
@@ -50,9 +56,9 @@ def test_the_published_runtime_answers_the_same(tmp_path):
     env = dict(os.environ, PATH=str(shim) + os.pathsep + os.environ.get("PATH", ""),
                FGRAPH_CLOCK="1767225600000000", FGRAPH_EVENT_SEED="docs")
     env.pop("PYTHONPATH", None)
-    for command, expected in examples(DOC.read_text(encoding="utf-8")):
+    for command, expected in examples((DOCS / page).read_text(encoding="utf-8")):
         proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, cwd=work)
-        if expected.startswith(("TooLarge:", "QueryError:")):
+        if expected.startswith(ERRORS):
             assert proc.stderr.split(":")[0] == expected.split(":")[0], command
         else:
             assert proc.stdout.rstrip("\n") == expected, command
