@@ -297,3 +297,17 @@ def test_a_failed_check_does_not_consume_the_clock(shaped):
     rejected(shaped, {"id": "x", "fgraph/shape": {"ref": "person"}}, "SchemaError")
     rejected(shaped, [{"id": "e", "q/c": 1}, {"id": "e", "q/c": 2}], "Conflict")
     assert shaped.transact({"id": "e", "q/c": 1})["at"] == latest + 1_000_000
+
+
+def test_a_changed_shape_checks_every_entity_assigned_to_it():
+    """Spec 13 §13.2, found by the schema cases: tightening a shape must not leave assigned entities invalid."""
+    import fgraph
+    with fgraph.connect(":memory:") as db:
+        db.declare_shape("shape/p", required=["p/id"])
+        db.transact({"id": "p1", "fgraph/shape": {"ref": "shape/p"}, "p/id": "P1"})
+        with pytest.raises(fgraph.SchemaError):
+            db.declare_shape("shape/p", required=["p/id", "p/owner"])
+        with pytest.raises(fgraph.SchemaError):
+            db.transact({"id": "shape/p", "fgraph/shape-required": [{"ref": "p/owner"}]})
+        db.declare_shape("shape/p", required=["p/id"], closed=True)
+        assert db.validate("p1")["valid"]

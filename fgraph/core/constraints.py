@@ -9,6 +9,7 @@ from __future__ import annotations
 from fgraph.core import values
 from fgraph.core.errors import Conflict, SchemaError
 from fgraph.core.genesis import A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_VECTOR_MODEL, SYSTEM_MAX
+from fgraph.core.values import TAG_REF
 
 TYPE_TAGS = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 8), "instant": (5,),
              "bytes": (6, 9), "vector": (7,), "json": (10,)}
@@ -101,6 +102,13 @@ class Constraints:
                 slot.a == A_SHAPE and slot.present for slot in self.dirty.values()):
             return
         touched = {id(slot.e): slot.e for slot in self.dirty.values() if self._changed(slot)}
+        # A changed shape checks every entity assigned to it, not only the ones this request touches.
+        reshaped = {id(slot.e): slot.e for slot in self.dirty.values()
+                    if slot.a in (A_SHAPE_REQUIRED, A_SHAPE_ALLOWED, A_SHAPE_CLOSED) and self._changed(slot)}
+        for shape in reshaped.values():
+            if isinstance(shape, int):
+                for e in self.cat.live_owners(A_SHAPE, shape, TAG_REF):
+                    touched.setdefault(id(e), e)
         for e in touched.values():
             for key in self.slot(e, A_SHAPE).present:
                 self.check_shape(e, key[1])
