@@ -21,6 +21,7 @@ __all__ = [
 ]
 
 from fgraph.db import Db, connect, restore_backup  # noqa: E402
+from fgraph.core.mappings import TxReport  # noqa: E402
 from fgraph.query.results import Result  # noqa: E402
 
 # The published runtime's names (spec 11 §3), so code written against it imports unchanged.
@@ -28,4 +29,4 @@ from fgraph.query.results import Result  # noqa: E402
 FGraphError = FgraphError
 globals()["TypeError"] = ValueTypeError
 
-__all__ += ["Db", "FGraphError", "Result", "connect", "restore_backup"]
+__all__ += ["Db", "FGraphError", "Result", "TxReport", "connect", "restore_backup"]

@@ -23,6 +23,7 @@ from fgraph.core.declare import declaration, shape_request
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
+from fgraph.core.mappings import TxReport
 from fgraph.query import ask as _ask, datoms as _datoms, manifest as _manifest, pull as _pull, schema as _schema
 
 DEFAULT_PATH = "fgraph.db"
@@ -81,16 +82,17 @@ class Db:
 
     # -- writes -----------------------------------------------------------------
     def transact(self, data, *, source=None, by=None, meta=UNSET, tx=None, operation_id=None,
-                 if_basis_tx=None) -> dict:
+                 if_basis_tx=None) -> TxReport:
         """Commit one request (spec 03): a map, an operation or a list of them, with its options; returns the report."""
         self._writable()
         request = Request(data, source=source, by=by, meta=meta, tx=tx, operation_id=operation_id,
                           if_basis_tx=if_basis_tx)
         return self._run(request)
 
-    def _run(self, request: Request) -> dict:
-        return _transact.transact(self.connection, request, clock=self._clock, event_factory=self._event_factory,
-                                  schema_cache=self._schema_cache, identity_cache=self._identity_cache)
+    def _run(self, request: Request) -> TxReport:
+        return TxReport(_transact.transact(self.connection, request, clock=self._clock,
+                                           event_factory=self._event_factory, schema_cache=self._schema_cache,
+                                           identity_cache=self._identity_cache))
 
     def undo(self, transaction, *, by=None, operation_id=None, if_basis_tx=None) -> dict:
         """Write the audited inverse of ``transaction`` (spec 07 §3)."""
@@ -148,8 +150,9 @@ class Db:
         """Erase one entity or attribute from the present and from history (spec 07 §2)."""
         self._writable()
         try:
-            return _excise.excise(self.connection, self.path, ref, operation_id=operation_id,
-                                  if_basis_tx=if_basis_tx, clock=self._clock, event_factory=self._event_factory)
+            return TxReport(_excise.excise(self.connection, self.path, ref, operation_id=operation_id,
+                                           if_basis_tx=if_basis_tx, clock=self._clock,
+                                           event_factory=self._event_factory))
         finally:
             self._schema_cache.clear()
             self._identity_cache.clear()
@@ -200,7 +203,7 @@ class Db:
     def apply(self, source) -> list:
         """Apply an event/1 stream; returns the report of every event, in order."""
         reports: list = []
-        self.apply_summary(source, on_report=reports.append)
+        self.apply_summary(source, on_report=lambda report: reports.append(TxReport(report)))
         return reports
 
     # -- snapshots --------------------------------------------------------------
@@ -216,11 +219,13 @@ class Db:
             writer.write(line + "\n")
         return None
 
-    def restore(self, source) -> dict:
-        """Restore a snapshot/1 stream into this pristine database (spec 05 §2)."""
+    def restore(self, source, *, details: bool = False) -> dict | None:
+        """Restore a snapshot/1 stream into this pristine database (spec 05 §2). Returns None, as the
+        published library does; with ``details=True`` ``{"basis_tx", "ok"}`` (what ``fgraph restore`` prints)."""
         self._writable()
         try:
-            return _restore.restore(self.connection, source, final_check=_doctor.check)
+            result = _restore.restore(self.connection, source, final_check=_doctor.check)
+            return result if details else None
         finally:
             self._schema_cache.clear()
             self._identity_cache.clear()
@@ -327,9 +332,11 @@ class Db:
                 self._schema_cache.clear()
                 self._identity_cache.clear()
 
-    def backup(self, path) -> dict:
-        """A verified physical copy at the new ``path``: ``{"basis_tx", "digest", "path"}``."""
-        return _backup.backup(self.connection, self.path, path)
+    def backup(self, path, *, details: bool = False) -> dict | None:
+        """A verified physical copy at the new ``path``. Returns None, as the published library does;
+        with ``details=True`` the proof ``{"basis_tx", "digest", "path"}`` (what ``fgraph backup`` prints)."""
+        proof = _backup.backup(self.connection, self.path, path)
+        return proof if details else None
 
     def logical_digest(self) -> str:
         """The snapshot/1 footer sha256 at this view's basis (``fgraph snapshot | tail -1``)."""

@@ -171,7 +171,7 @@ def test_backup_completes_under_a_concurrent_writer(tmp_path):
         results = []
         with fgraph.connect(src, read_only=True) as db:
             for k in range(3):
-                results.append(db.backup(tmp_path / f"copy{k}.db"))
+                results.append(db.backup(tmp_path / f"copy{k}.db", details=True))
     finally:
         commits = int(writer.communicate(timeout=60)[0])
     assert commits > 10 and writer.returncode == 0
@@ -186,7 +186,7 @@ def test_backup_completes_under_a_concurrent_writer(tmp_path):
 def test_restore_backup(tmp_path):
     src = make_store(tmp_path / "src.db")
     with fgraph.connect(src, read_only=True) as db:
-        proof = db.backup(tmp_path / "b.db")
+        proof = db.backup(tmp_path / "b.db", details=True)
     with fgraph.restore_backup(tmp_path / "b.db", tmp_path / "new.db") as db:
         assert db.logical_digest() == proof["digest"] and db.doctor()["ok"]
         db.transact({"id": "later", "k/n": 1})

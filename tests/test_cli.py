@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import fgraph
+from fgraph.core.mappings import plain
 from fgraph.face import cli, ingest
 from fgraph.core.canonical import dumps
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
@@ -73,7 +74,7 @@ class Twin:
     def check(self, args, call, *, mode: str = "--json", input=None):
         code, out, err = invoke(["--db", self.cli_db, *([mode] if mode else []), *args], input=input)
         with fgraph.connect(str(self.lib_db)) as db:
-            expected = call(db)
+            expected = plain(call(db))  # TxReport/Result mappings print as the objects they hold
         assert (code, err) == (0, ""), err
         assert out == (canonical(expected) if mode else pretty(expected))
         return expected

@@ -118,7 +118,7 @@ def check_snapshots(base: Path, mine: Path, theirs: Path, context: str) -> None:
 
     # item 4, peer -> ours: restore the peer's snapshot, re-snapshot byte-identically
     restored_here = base / "ours-restored.fgraph"
-    result = ours(restored_here, lambda db: db.restore(snapshot.decode("utf-8")))
+    result = ours(restored_here, lambda db: db.restore(snapshot.decode("utf-8"), details=True))
     assert our_snapshot(restored_here) == snapshot, context
     assert our_tail(restored_here) == peer(theirs, "tail"), context
 

@@ -39,6 +39,7 @@ from fgraph.db import connect
 from fgraph.core.errors import FgraphError, Unsupported, ValueTypeError
 from fgraph.face.paths import resolve_db_path
 from fgraph.core.limits import GENESIS_TX
+from fgraph.core.mappings import plain
 
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
@@ -87,7 +88,7 @@ def _run(ctx: click.Context, mode: str, call) -> None:
     """Open the database read-only (RO) or writable (RW), apply ``call`` to it, print the result."""
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
     with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
-        result = call(db)
+        result = plain(call(db))
     if ctx.meta.get(_JSON):
         _write_line(dumps(result))
     else:
@@ -494,7 +495,7 @@ def snapshot(ctx):
 def restore(ctx, src):
     """Restore a snapshot (file or '-' for stdin) into a new, empty database."""
     with ingest.open_stream(src, sys.stdin) as handle:
-        _run(ctx, RW, lambda db: db.restore(handle))
+        _run(ctx, RW, lambda db: db.restore(handle, details=True))
 
 
 @cli.command()
@@ -503,7 +504,7 @@ def restore(ctx, src):
 @click.pass_context
 def backup(ctx, dest):
     """Copy the database to the new file DEST, verified; print its path, basis_tx and digest."""
-    _run(ctx, RO, lambda db: db.backup(dest))
+    _run(ctx, RO, lambda db: db.backup(dest, details=True))
 
 
 @cli.command()

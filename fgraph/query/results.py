@@ -6,48 +6,30 @@ order; only the result itself is held in memory.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 from fgraph.core import values
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import QueryError
 from fgraph.core.limits import INT64_MAX, INT64_MIN
+from fgraph.core.mappings import FrozenMapping
 from fgraph.core.values import TAG_FLOAT, TAG_INSTANT, TAG_INT, TAG_REF
 
 NUMERIC_TAGS = (TAG_INT, TAG_FLOAT, TAG_REF, TAG_INSTANT)  # refs and instants as stored integers (§6.3 quirk)
 
 
-class Result(Mapping):
-    """An immutable mapping with exactly ``columns`` and ``rows``, also readable as attributes."""
+class Result(FrozenMapping):
+    """A query's answer: an immutable mapping with exactly ``columns`` and ``rows``, also attributes."""
 
-    __slots__ = ("_data",)
+    __slots__ = ()
 
     def __init__(self, columns: list, rows: list):
-        object.__setattr__(self, "_data", {"columns": list(columns), "rows": rows})
-
-    def __getitem__(self, key):
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return 2
-
-    def __getattr__(self, name):
-        try:
-            return self._data[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __setattr__(self, name, value):
-        raise AttributeError("a query Result is immutable")
+        super().__init__({"columns": list(columns), "rows": rows})
 
     def __repr__(self) -> str:
-        return f"Result(columns={self._data['columns']!r}, rows={self._data['rows']!r})"
+        return f"Result(columns={self['columns']!r}, rows={self['rows']!r})"
 
     def to_dict(self) -> dict:
-        return {"columns": list(self._data["columns"]), "rows": [list(r) for r in self._data["rows"]]}
+        return {"columns": list(self["columns"]), "rows": [list(r) for r in self["rows"]]}
 
 
 class Renderer:
