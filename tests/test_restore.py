@@ -35,7 +35,7 @@ def test_final_check_runs_inside_the_transaction_and_can_refuse():
             restore_module.restore(db.connection, text, final_check=refusing)
         assert seen == [False]                       # called inside the write transaction
         assert db.stats()["transactions"] == 1       # still pristine
-        assert db.restore(text)["ok"] is True        # the real doctor accepts it
+        assert db.restore(text, details=True)["ok"] is True        # the real doctor accepts it
         assert db.snapshot() == text
     finally:
         db.close()

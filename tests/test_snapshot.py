@@ -58,7 +58,7 @@ def assert_pristine(db):
 def test_fixture_restores_to_identical_snapshot_core_rows_and_tail(snapshot_text):
     db = fresh()
     try:
-        assert db.restore(snapshot_text) == {"basis_tx": 95, "ok": True}
+        assert db.restore(snapshot_text, details=True) == {"basis_tx": 95, "ok": True}
         assert db.snapshot() == snapshot_text
         expected_core = (UPSTREAM / "fixtures" / "format-v2.core").read_text()
         assert core_rows_of(db.connection) == expected_core

@@ -38,6 +38,11 @@ class Rows:
         self.conn = conn
 
     # -- facts -------------------------------------------------------------------
+    def take_write_lock(self) -> None:
+        """Take the database's write lock inside an open transaction, as BEGIN IMMEDIATE would
+        (a speculation's writes run in savepoints): a no-op update that the block rolls back."""
+        self.conn.execute("UPDATE fgraph_meta SET value = value WHERE key = 'next_id'")
+
     def fact(self, e: int, a: int, v, t: int, blob: bytes | None, tx: int, rx: int | None = None) -> int:
         """Insert one fact row (and its blob and FTS row); returns the fact id."""
         conn = self.conn

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import apsw
 
 from fgraph.core.errors import Conflict
+from fgraph.core.rows import Rows
 
 
 class WriteTransaction:
@@ -66,8 +67,7 @@ def speculation(conn: apsw.Connection, *caches) -> Iterator[None]:
 def _savepoint(conn: apsw.Connection, caches) -> Iterator[WriteTransaction]:
     try:
         conn.execute("SAVEPOINT fgraph_write")
-        # Take the write lock now, as BEGIN IMMEDIATE would: the speculation rolls this back.
-        conn.execute("UPDATE fgraph_meta SET value = value WHERE key = 'next_id'")
+        Rows(conn).take_write_lock()
     except (apsw.BusyError, apsw.LockedError):
         raise Conflict("the database is locked by another writer",
                        "retry in a moment; only one process can write at a time") from None
