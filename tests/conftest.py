@@ -6,6 +6,8 @@ import gc
 import os
 import sys
 import pathlib
+import threading
+import weakref
 
 import apsw
 import pytest
@@ -34,16 +36,29 @@ def no_ambient_fgraph_settings(monkeypatch):
             monkeypatch.delenv(name)
 
 
+# Which thread opened each connection: the CLI conformance cases run in prefetch threads beside
+# the tests (their `facts` step opens a read-only handle), and those handles are not the leak
+# check's business -- nor may it close them under the thread using them.
+_OPENED_BY: "weakref.WeakKeyDictionary[apsw.Connection, int]" = weakref.WeakKeyDictionary()
+apsw.connection_hooks.append(lambda connection: _OPENED_BY.__setitem__(connection, threading.get_ident()))
+
+
+def _connections_of_this_thread() -> list:
+    me = threading.get_ident()
+    return [c for c in apsw.connections() if _OPENED_BY.get(c) == me]
+
+
 @pytest.fixture(autouse=True)
 def no_connection_left_open():
     """Fails a test that leaves an SQLite connection open (one it still references after it ends)."""
-    before = {id(c) for c in apsw.connections()}
+    before = {id(c) for c in _connections_of_this_thread()}
     yield
     gc.collect()
-    leaked = [c for c in apsw.connections() if id(c) not in before]
+    leaked = [c for c in _connections_of_this_thread() if id(c) not in before]
+    names = [c.filename for c in leaked]
     for connection in leaked:
         connection.close()
-    assert not leaked, f"the test left {len(leaked)} connection(s) open: {[c.filename for c in leaked]}"
+    assert not leaked, f"the test left {len(leaked)} connection(s) open: {names}"
 
 
 @pytest.fixture
