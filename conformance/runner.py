@@ -73,11 +73,13 @@ QUERY_READS = frozenset({"q", "explain", "datoms"})
 #: ``validate`` read; ``shape`` (``declare_shape`` / ``shape NAME``) writes
 SCHEMA_READS = frozenset({"schema", "attributes", "validate", "schema_manifest", "schema_check"})
 SCHEMA_WRITES = frozenset({"shape", "schema_apply"})
+#: retrieval, spec 13 §2–§10: ``search`` (``search(**value)`` / ``search --text … --filter …``)
+SEARCH_READS = frozenset({"search"})
 #: actions marked "later" in 11 §2 (reads are skipped, writes skip the case)
-LATER_READS = frozenset({"search"})
+LATER_READS: frozenset = frozenset()
 LATER_WRITES: frozenset = frozenset()
 ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS | QUERY_READS
-           | SCHEMA_READS | SCHEMA_WRITES
+           | SCHEMA_READS | SCHEMA_WRITES | SEARCH_READS
            | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_READS | LATER_WRITES | {"at"})
 WRITE_ACTIONS = (CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_WRITES
                  | SCHEMA_WRITES)
@@ -759,6 +761,10 @@ class LibraryAdapter(Adapter):
             call = lambda: getattr(ctx, action)(**value)  # noqa: E731
         elif action == "validate":
             call = lambda: ctx.validate(value)  # noqa: E731
+        elif action == "search":
+            if not isinstance(value, dict):
+                raise NotExpressible("search takes an object of keyword arguments")
+            call = lambda: ctx.search(**value)  # noqa: E731
         elif action == "schema_manifest":
             call = lambda: ctx.schema_manifest()  # noqa: E731
         elif action == "schema_check":
@@ -968,6 +974,8 @@ class CliAdapter(Adapter):
             return self.run(self._query_args(action, value, step, ctx), write=False)
         if action == "schema":
             return self.run(self._schema_args(value), write=False)
+        if action == "search":
+            return self.run(self._search_args(value), write=False)
         if action == "validate":
             return self.run(["validate", *_positionals([_ref_arg(value)])], write=False)
         if action == "schema_manifest":
@@ -1066,6 +1074,27 @@ class CliAdapter(Adapter):
                 handle.write(text)
             text = "@" + query_file
         return [*args, *_positionals([text])]
+
+    def _search_args(self, value: Any) -> list[str]:
+        """``search`` options as CLI flags; what the CLI cannot say (a non-integer k, a filter
+        list that is not an array) is not expressible there."""
+        if not isinstance(value, dict):
+            raise NotExpressible("search takes an object of keyword arguments")
+        args = ["search"]
+        for key, option in value.items():
+            if key in ("text", "vector_attribute"):
+                args.append(f"--{key.replace('_', '-')}={_text_arg(option, key)}")
+            elif key in ("k", "expand"):
+                args.append(f"--{key}={_int_arg(option, key)}")
+            elif key == "vector":
+                args.append(f"--vector={dumps_json(option, ascii_only=True)}")
+            elif key == "filters" and isinstance(option, list):
+                args.extend(f"--filter={dumps_json(pair, ascii_only=True)}" for pair in option)
+            elif key == "text_attributes" and isinstance(option, list):
+                args.extend(f"--text-attribute={_text_arg(name, 'text attribute')}" for name in option)
+            else:
+                raise NotExpressible(f"search option {key}={_short(option)} has no CLI form")
+        return args
 
     def _schema_args(self, value: Any) -> list[str]:
         if not isinstance(value, dict) or set(value) - {"prefix", "include_system"}:

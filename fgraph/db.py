@@ -25,6 +25,7 @@ from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
 from fgraph.core.mappings import TxReport
 from fgraph.query import ask as _ask, datoms as _datoms, manifest as _manifest, pull as _pull, schema as _schema
+from fgraph.query import search as _search
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -252,6 +253,15 @@ class Db:
     def datoms(self, index="eavt", components=(), *, source="current", limit=100, cursor=None) -> dict:
         """One page of an index (eavt, avet, vaet) at this view's basis; pass ``next_cursor`` for the next."""
         return _datoms.datoms(self._reader(), index, components, source=source, limit=limit, cursor=cursor)
+
+    def search(self, text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=None,
+               text_attributes=(), **options) -> _search.SearchResult:
+        """Keyword, vector or hybrid search over the current facts, with ``expand`` levels of
+        neighbours (spec 13 §2–§9). Raises Unsupported on a historical view."""
+        options.update(text=text, vector=vector, k=k, expand=expand, filters=filters,
+                       vector_attribute=vector_attribute, text_attributes=text_attributes)
+        return _search.search(self.connection, self._reader, historical=self.basis is not None, budget=self.query_budget,
+                              options=options)
 
     def schema(self, prefix=None, *, include_system: bool = False) -> dict:
         """The schema page at this view's basis: attributes, shapes and their digest (spec 13 §11)."""

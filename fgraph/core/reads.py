@@ -120,7 +120,7 @@ class Reader:
         return out
 
     # -- history and why ----------------------------------------------------------
-    def _tx_meta(self, tx: int, cache: dict) -> dict:
+    def tx_meta(self, tx: int, cache: dict) -> dict:
         if tx not in cache:
             meta = {"at": self.cat.tx_at(tx)}
             for key, a in (("by", A_BY), ("source", A_SOURCE)):
@@ -142,9 +142,9 @@ class Reader:
         out, cache = [], {}
         for row in self.conn.execute(sql + " ORDER BY id", args).fetchall():
             fact = self.fact(*row)
-            fact.update(self._tx_meta(row[5], cache))
+            fact.update(self.tx_meta(row[5], cache))
             if fact["rx"] is not None:
-                for key, val in self._tx_meta(fact["rx"], cache).items():
+                for key, val in self.tx_meta(fact["rx"], cache).items():
                     fact["rx_" + key] = val
             out.append(fact)
         return out

@@ -33,7 +33,7 @@ import sys
 import click
 
 import fgraph
-from fgraph.face import ingest
+from fgraph.face import embed, ingest
 from fgraph.core.canonical import dumps, loads
 from fgraph.db import connect
 from fgraph.core.errors import FgraphError, Unsupported, ValueTypeError
@@ -44,7 +44,7 @@ from fgraph.core.mappings import plain
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("mcp", "search")
+RESERVED = ("mcp",)
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 
@@ -297,6 +297,29 @@ def datoms(ctx, index, components, source, limit, cursor):
     if not isinstance(parts, list):
         raise ValueTypeError("--components must be a JSON array", "pass --components '[\"ada\", \"person/name\"]'")
     _run(ctx, RO, lambda db: db.datoms(index, parts, source=source, limit=limit, cursor=cursor))
+
+
+@cli.command()
+@common_options
+@click.option("--text", help="Words that must all occur (keyword list, BM25 order).")
+@click.option("--vector", metavar="JSON", help="The query embedding as a JSON array (vector list, cosine order).")
+@click.option("--k", type=int, default=10, show_default=True, help="Hits to return (1-100).")
+@click.option("--expand", type=int, default=0, show_default=True, help="Levels of ref neighbours to add (0-3).")
+@click.option("--vector-attribute", metavar="ATTR", help="The vector attribute to search (needed with --vector).")
+@click.option("--text-attribute", "text_attributes", metavar="ATTR", multiple=True,
+              help="Search only this text attribute; repeatable.")
+@click.option("--filter", "filters", metavar="JSON", multiple=True,
+              help='Keep entities holding a value, e.g. \'["note/kind","guide"]\'; repeatable.')
+@click.option("--embed-cmd", metavar="CMD", help="Embedder turning --text into the vector: an executable or a "
+              "JSON argv array; reads the text on stdin, prints a JSON array.")
+@click.pass_context
+def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filters, embed_cmd):
+    """Keyword, vector or hybrid search over the current facts, fused by reciprocal rank."""
+    options = embed.search_options(
+        text=text, embed_cmd=embed_cmd, k=k, expand=expand, vector_attribute=vector_attribute,
+        vector=None if vector is None else _json_argument(vector, "--vector"),
+        filters=[_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes))
+    _run(ctx, RO, lambda db: db.search(**options))
 
 
 @cli.command()

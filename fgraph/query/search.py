@@ -1,0 +1,139 @@
+"""``search`` (spec 13 §2–§9): keyword and vector candidate lists fused by reciprocal rank,
+the top ``k`` hits with their evidence and compact pulls, and ``expand`` levels of neighbours
+reached through refs; all within the handle's work budget, in one read transaction at the
+latest basis.
+"""
+
+from __future__ import annotations
+
+from fgraph.core.errors import TooLarge, Unsupported
+from fgraph.core.mappings import FrozenMapping
+from fgraph.core.txn import read_transaction
+from fgraph.core.values import TAG_REF
+from fgraph.query import search_request
+from fgraph.query.search_lists import Lists, candidate_cap
+from fgraph.query.search_render import Renderer, trim_to_cap
+
+RRF_K = 60
+MAX_EXPANDED = 100
+
+
+class SearchResult(FrozenMapping):
+    """A search's answer: ``basis_tx``, ``hits``, ``expanded``, ``truncated``, ``work_used``."""
+
+    __slots__ = ()
+
+    def __init__(self, basis_tx: int, hits: list, expanded: list, truncated: bool = False, work_used: int = 0):
+        super().__init__({"basis_tx": basis_tx, "hits": hits, "expanded": expanded, "truncated": truncated,
+                          "work_used": work_used})
+
+
+class Budget:
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+
+    def charge(self, units: int) -> None:
+        self.used += units
+        if self.used > self.limit:
+            raise TooLarge(f"search needs more than its work budget of {self.limit} units",
+                           "narrow the search (fewer filters, a smaller expand) or raise --query-budget / "
+                           "FGRAPH_QUERY_BUDGET")
+
+
+def search(conn, open_reader, *, historical: bool, budget: int, options: dict) -> SearchResult:
+    """``Db.search``: ``options`` are its keyword arguments as given; ``open_reader()`` makes the
+    reader of the latest basis, inside the search's read transaction."""
+    search_request.check_options(options)
+    if historical:
+        raise Unsupported("search reads the current facts only, not a historical view",
+                          "search the database itself, or ask q on the view")
+    request = search_request.parse(**options)
+    with read_transaction(conn):
+        return _Search(open_reader(), request, Budget(budget)).run()
+
+
+class _Search:
+    def __init__(self, reader, request, budget: Budget):
+        self.reader, self.request, self.budget = reader, request, budget
+        self.lists = Lists(reader, budget.charge)
+        self.render = Renderer(reader)
+        self.truncated = False
+
+    def run(self) -> SearchResult:
+        request, lists = self.request, self.lists
+        vector_a = None
+        if request.vector is not None:
+            vector_a = lists.vector_attribute(request.vector_attribute, request.vector)
+        filter_keys = lists.filter_keys(request.filters)
+        text_ids = lists.text_attribute_ids(request.text_attributes) if request.words is not None else ()
+        allowed = lists.allowed(filter_keys) if filter_keys else None
+        cap = candidate_cap(request.k)
+        keyword = vector = None
+        if request.words is not None:
+            keyword = lists.keyword(request.fts_query(), text_ids, allowed, cap)
+        if vector_a is not None:
+            vector = lists.vector(vector_a, request.vector, allowed, cap)
+        self.truncated = any(r is not None and r.truncated for r in (keyword, vector))
+        hits = self._fuse(keyword, vector)[:request.k]
+        expanded = self._expand([e for e, _ in hits], request.expand)
+        result = {"basis_tx": self.reader.basis,
+                  "hits": [self._hit(e, score, keyword, vector) for e, score in hits],
+                  "expanded": expanded, "truncated": self.truncated, "work_used": self.budget.used}
+        trim_to_cap(result)
+        return SearchResult(**result)
+
+    def _fuse(self, *lists) -> list:
+        """(entity id, score) by reciprocal-rank score, equal scores by the rendered entity as text."""
+        scores: dict = {}
+        for ranked in lists:
+            if ranked is None:
+                continue
+            for position, (e, _) in enumerate(ranked.entries, start=1):
+                scores[e] = scores.get(e, 0.0) + 1.0 / (RRF_K + position)
+        return sorted(scores.items(), key=lambda item: (-item[1], str(self.render.entity(item[0]))))
+
+    def _hit(self, e: int, score: float, keyword, vector) -> dict:
+        matched = []
+        if keyword is not None:
+            evidence = keyword.evidence(e)
+            if evidence is not None:
+                snippet = self.lists.snippet(self.request.fts_query(), evidence)
+                matched.append(self.render.keyword_evidence(evidence, snippet))
+        if vector is not None:
+            evidence = vector.evidence(e)
+            if evidence is not None:
+                matched.append(self.render.vector_evidence(evidence))
+        return {"entity": self.render.entity(e), "score": score, "matched": matched, "pull": self.render.pull(e)}
+
+    def _expand(self, hits: list, levels: int) -> list:
+        """Breadth-first through live refs in both directions, in discovery order, up to 100 entities."""
+        known = set(hits)
+        expanded: list = []
+        frontier = [(e, []) for e in hits]
+        conn = self.reader.conn
+        for _ in range(levels):
+            discovered = []
+            for node, via in frontier:
+                cursor = conn.execute(
+                    f"SELECT id, e, a, v, tx FROM fgraph_facts WHERE e = ? AND t = {TAG_REF} AND rx IS NULL "
+                    f"UNION SELECT id, e, a, v, tx FROM fgraph_facts WHERE v = ? AND t = {TAG_REF} AND rx IS NULL "
+                    "ORDER BY id", (node, node))
+                for fact_id, e, a, v, tx in cursor:
+                    self.budget.charge(1)
+                    other = v if e == node else e
+                    if other in known:
+                        continue
+                    known.add(other)
+                    path = via + [self._ref_fact(fact_id, e, a, v, tx)]
+                    discovered.append((other, path))
+                    expanded.append({"entity": self.render.entity(other), "via": path,
+                                     "pull": self.render.pull(other)})
+                    if len(expanded) == MAX_EXPANDED:
+                        self.truncated = True
+                        return expanded
+            frontier = discovered
+        return expanded
+
+    def _ref_fact(self, fact_id, e, a, v, tx) -> dict:
+        return {"id": fact_id, "e": self.render.entity(e), "a": self.reader.cat.name_of(a),
+                "v": {"ref": self.render.entity(v)}, "tx": tx, "rx": None}
