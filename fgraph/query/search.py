@@ -61,18 +61,20 @@ class _Search:
 
     def run(self) -> SearchResult:
         request, lists = self.request, self.lists
-        vector_a = None
-        if request.vector is not None:
-            vector_a = lists.vector_attribute(request.vector_attribute, request.vector)
+        # resolved in the published runtime's order, so a request with several faults names the same one
         filter_keys = lists.filter_keys(request.filters)
         text_ids = lists.text_attribute_ids(request.text_attributes) if request.words is not None else ()
+        vector_a = query = None
+        if request.vector is not None:
+            query = search_request.query_vector(request.vector)
+            vector_a = lists.vector_attribute(request.vector_attribute, query)
         allowed = lists.allowed(filter_keys) if filter_keys else None
         cap = candidate_cap(request.k)
         keyword = vector = None
         if request.words is not None:
             keyword = lists.keyword(request.fts_query(), text_ids, allowed, cap)
         if vector_a is not None:
-            vector = lists.vector(vector_a, request.vector, allowed, cap)
+            vector = lists.vector(vector_a, query, allowed, cap)
         self.truncated = any(r is not None and r.truncated for r in (keyword, vector))
         hits = self._fuse(keyword, vector)[:request.k]
         expanded = self._expand([e for e, _ in hits], request.expand)

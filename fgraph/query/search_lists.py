@@ -96,7 +96,8 @@ class Lists:
 
     # -- filters --------------------------------------------------------------
     def allowed(self, keys: list):
-        """The entities holding every filter's value (None: no filters); 1 unit per matching fact."""
+        """The entities holding every filter's value (None: no filters). Filters run in order, each
+        costing 1 unit per live fact holding its value, until none is left to keep."""
         allowed = None
         for key in keys:
             found = set()
@@ -106,6 +107,8 @@ class Lists:
                 self.charge(len(rows))
                 found = {e for (e,) in rows}
             allowed = found if allowed is None else allowed & found
+            if not allowed:
+                break
         return allowed
 
     # -- keyword list -------------------------------------------------------------

@@ -23,11 +23,10 @@ _SEQUENCES = (list, tuple)
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """``words`` is None without a keyword signal, ``()`` for a text with no word in it;
-    ``vector`` is the query as float32 values (as the published runtime rounds it)."""
+    """``words`` is None without a keyword signal, ``()`` for a text with no word in it."""
 
     words: tuple | None
-    vector: tuple | None
+    vector: object          # as given; query_vector() checks it, after the names are resolved
     k: int
     expand: int
     filters: tuple          # ((attribute name, raw value), ...)
@@ -66,8 +65,7 @@ def parse(text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=N
     if vector is None and vector_attribute is not None:
         raise ValueTypeError("vector_attribute was given without a vector",
                              "pass the query vector too, or drop vector_attribute")
-    return SearchRequest(words=tuple(WORD.findall(text)) if has_text else None,
-                         vector=None if vector is None else _query_vector(vector),
+    return SearchRequest(words=tuple(WORD.findall(text)) if has_text else None, vector=vector,
                          k=k, expand=expand, filters=pairs, vector_attribute=vector_attribute,
                          text_attributes=names)
 
@@ -101,7 +99,8 @@ def _text_attributes(raw) -> tuple:
     return tuple(raw)
 
 
-def _query_vector(raw) -> tuple:
+def query_vector(raw) -> tuple:
+    """The query as float32 values, as the published runtime rounds it."""
     if not isinstance(raw, _SEQUENCES):
         raise ValueTypeError(f"search vector {short_repr(raw)} is not an array of numbers",
                              "pass the embedding as a non-empty array of finite numbers")
