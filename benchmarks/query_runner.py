@@ -4,7 +4,8 @@
     python query_runner.py DB KIND SPEC_JSON REPEAT
 
 KIND is ``q`` (SPEC is a query), ``walk`` (SPEC is ``{index, components, pages, limit}``: a
-datoms page walk following cursors) or ``pull`` (SPEC is ``[ref, pattern]``). Imports nothing
+datoms page walk following cursors), ``pull`` (SPEC is ``[ref, pattern]``) or ``search`` (SPEC
+is the keyword arguments of ``search``; the row count is hits + expanded). Imports nothing
 from this repository, so the published runtime runs as itself.
 """
 
@@ -23,6 +24,9 @@ def once(db, kind: str, spec) -> int:
         return len(db.q(spec)["rows"])
     if kind == "pull":
         return len(db.pull(spec[0], spec[1]))
+    if kind == "search":
+        result = db.search(**spec)
+        return len(result["hits"]) + len(result["expanded"])
     items, cursor = 0, None
     for _ in range(spec["pages"]):
         page = db.datoms(spec["index"], spec["components"], limit=spec["limit"], cursor=cursor)

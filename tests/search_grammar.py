@@ -46,7 +46,7 @@ def store(rng: random.Random) -> list:
     names = [f"d{i}" for i in range(n)]
     users = [f"u{i}" for i in range(4)]
     txs: list = [([{"id": u, "user/email": f"{u}@example.test"} for u in users], None)]
-    hub = rng.random() < 0.15
+    hub = rng.random() < 0.3
     for start in range(0, n, 10):
         batch = []
         for name in names[start:start + 10]:
@@ -86,22 +86,22 @@ def search_args(rng: random.Random) -> list:
     if roll < 0.75:
         words = rng.choices(WORDS + ["missing", "TOOLS", "Cafe"], k=rng.randint(1, 3))
         text = " ".join(words)
-        if rng.random() < 0.1:
+        if rng.random() < 0.06:
             text = rng.choice(["", "   ", "!!!", "memory OR tools", "tool*", "\"agent\"", "col:tools"])
         args.append(f"--text={text}")
     if roll > 0.5 or rng.random() < 0.1:
-        vector = _vector(rng) if rng.random() < 0.85 else rng.choice(
+        vector = _vector(rng) if rng.random() < 0.9 else rng.choice(
             [[1, 0], [1, 0, 0, 0], [0, 0, 0], [], ["1", 0, 0], [True, 0, 0], [1e300, 0, 0]])
         args.append("--vector=" + json.dumps(vector) if rng.random() < 0.95 else "--vector=1,0,0")
-        if rng.random() < 0.93:
+        if rng.random() < 0.95:
             args.append("--vector-attribute=" + rng.choice(
-                ["doc/embedding"] * 6 + ["doc/title", "nope/none", "fgraph/dims", "bad"]))
+                ["doc/embedding"] * 12 + ["doc/title", "nope/none", "fgraph/dims", "bad"]))
     elif rng.random() < 0.03:
         args.append("--vector-attribute=doc/embedding")
     if rng.random() < 0.5:
         args.append(f"--k={rng.choice([1, 2, 3, 5, 10, 10, 25, 100, 0, 101])}")
-    if rng.random() < 0.35:
-        args.append(f"--expand={rng.choice([1, 1, 2, 3, 0, 4])}")
+    if rng.random() < 0.4:
+        args.append(f"--expand={rng.choice([1, 1, 2, 2, 3, 0, 4])}")
     for _ in range(rng.choices([0, 1, 2, 17], weights=[60, 25, 12, 3])[0]):
         args.append("--filter=" + json.dumps(_filter(rng), ensure_ascii=False))
     for _ in range(rng.choices([0, 1, 2], weights=[80, 15, 5])[0]):
@@ -111,6 +111,9 @@ def search_args(rng: random.Random) -> list:
 
 
 def _filter(rng: random.Random):
+    if rng.random() < 0.5:
+        return rng.choice([["doc/kind", rng.choice(KINDS)], ["doc/tags", rng.choice(KINDS)],
+                           ["doc/owner", {"ref": f"u{rng.randint(0, 3)}"}], ["doc/rank", rng.randint(0, 3)]])
     return rng.choice([
         ["doc/kind", rng.choice(KINDS)], ["doc/kind", rng.choice(KINDS)], ["doc/tags", rng.choice(KINDS)],
         ["doc/rank", rng.randint(0, 3)], ["doc/rank", 1.0], ["doc/kind", 1], ["doc/kind", None],

@@ -11,6 +11,7 @@ are compared like accepted ones. Each store also gets one ``schema-check`` (read
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import random
@@ -30,6 +31,28 @@ def outcome(result) -> tuple:
     if result.rc != 0:
         return ("error", result.error_name)
     return ("ok", json.loads(result.stdout))
+
+
+def _features(result: dict) -> set:
+    """What an accepted result exercised, to show the random requests reach every rule."""
+    found = set()
+    if result["truncated"]:
+        found.add("truncated")
+    if len(result["expanded"]) == 100:
+        found.add("100 expanded")
+    elif result["expanded"]:
+        found.add("expanded")
+    for hit in result["hits"]:
+        for fact in hit["matched"]:
+            found.update(key for key in ("value_truncated", "snippet_truncated") if fact.get(key)
+                         and "vector_dims" not in str(fact.get("v")))
+            found.add("vector evidence" if "snippet" not in fact else "keyword evidence")
+        if len(hit["matched"]) == 2:
+            found.add("both lists")
+    scores = [hit["score"] for hit in result["hits"]]
+    if len(set(scores)) < len(scores):
+        found.add("tied scores")
+    return found
 
 
 def build(path, rng) -> None:
@@ -59,6 +82,7 @@ def test_random_searches_and_manifests_agree_with_the_published_runtime(tmp_path
     seed = int(os.environ.get("FGRAPH_QUERY_SEED", "12"))
     ours, theirs = Runtime(our_executable(), "ours"), Runtime(peer, "peer")
     mismatches, accepted, sent, manifests = [], 0, 0, 0
+    covered: collections.Counter = collections.Counter()
     try:
         for n in range((total + REQUESTS_PER_STORE - 1) // REQUESTS_PER_STORE):
             rng = random.Random(seed * 100_003 + n)
@@ -69,6 +93,8 @@ def test_random_searches_and_manifests_agree_with_the_published_runtime(tmp_path
                 a, b = outcome(ours.run(path, *args)), outcome(theirs.run(path, *args))
                 sent += 1
                 accepted += a[0] == "ok"
+                if a[0] == "ok":
+                    covered.update(_features(a[1]))
                 if a != b:
                     mismatches.append((f"store {n}: {args}", a, b))
             exported = outcome(ours.run(path, "--json", "schema-export"))
@@ -92,5 +118,6 @@ def test_random_searches_and_manifests_agree_with_the_published_runtime(tmp_path
         ours.close()
         theirs.close()
     print(f"\nsearches: {sent}, accepted by both: {accepted}, manifests: {manifests}, mismatches: {len(mismatches)}")
+    print("results with:", dict(sorted(covered.items())))
     assert sent >= total and accepted >= total // 3
     assert not mismatches, "\n".join(f"{q}\n  ours:   {a}\n  theirs: {b}" for q, a, b in mismatches[:10])
