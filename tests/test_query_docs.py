@@ -1,4 +1,4 @@
-"""Proves every example of docs/query.md and docs/schema.md: each ```console block of a page
+"""Proves every example of docs/query.md, docs/schema.md and docs/search.md: each ```console block of a page
 runs, in order, in one fresh directory with this runtime's `fgraph` first on PATH, and prints
 exactly what the page shows."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["query.md", "schema.md"]
+PAGES = ["query.md", "schema.md", "search.md"]
 ERRORS = ("NotFound:", "Conflict:", "SchemaError:", "TypeError:", "QueryError:", "FormatError:", "ReadOnly:",
           "TooLarge:", "Unsupported:")
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
