@@ -27,6 +27,10 @@ class Outcome(NamedTuple):
     stdout: bytes
     stderr: bytes
 
+    def parsed(self) -> tuple:
+        """``("ok", the JSON it printed)`` or ``("error", the error name)``: what differential tests compare."""
+        return ("error", self.error_name) if self.rc != 0 else ("ok", json.loads(self.stdout))
+
     @property
     def error_name(self) -> str:
         """The typed error's name (08: ``Name: message`` on the first stderr line), or ''."""

@@ -24,12 +24,6 @@ from tests.runtimes import Runtime, our_executable
 QUERIES_PER_STORE = 10
 
 
-def outcome(result) -> tuple:
-    if result.rc != 0:
-        return ("error", result.error_name)
-    return ("ok", json.loads(result.stdout))
-
-
 def same_rows(q: dict, ours: dict, theirs: dict) -> bool:
     if ours.get("columns") != theirs.get("columns"):
         return False
@@ -66,20 +60,20 @@ def test_random_queries_agree_with_the_published_runtime(tmp_path):
             for _ in range(QUERIES_PER_STORE):
                 q = query(rng)
                 text = json.dumps(q, ensure_ascii=False)
-                a, b = outcome(ours.run(path, "--json", "q", text)), outcome(theirs.run(path, "--json", "q", text))
+                a, b = ours.run(path, "--json", "q", text).parsed(), theirs.run(path, "--json", "q", text).parsed()
                 sent += 1
                 if a[0] != b[0] or (a[0] == "error" and a[1] != b[1]) or (a[0] == "ok" and not same_rows(q, a[1], b[1])):
                     mismatches.append((text, a, b))
                 accepted += a[0] == "ok"
             text = json.dumps(query(rng), ensure_ascii=False)
-            a, b = outcome(ours.run(path, "--json", "explain", text)), outcome(theirs.run(path, "--json", "explain", text))
+            a, b = ours.run(path, "--json", "explain", text).parsed(), theirs.run(path, "--json", "explain", text).parsed()
             if a != b:
                 mismatches.append(("explain " + text, a, b))
             call = datoms_call(rng)
             args = ["--json", "datoms", call["index"], "--components", json.dumps(call["components"]),
                     "--source", call["source"], "--limit", str(call["limit"])]
             for _ in range(50):
-                a, b = outcome(ours.run(path, *args)), outcome(theirs.run(path, *args))
+                a, b = ours.run(path, *args).parsed(), theirs.run(path, *args).parsed()
                 if a != b:
                     mismatches.append(("datoms " + " ".join(args), a, b))
                     break

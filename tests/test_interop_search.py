@@ -27,12 +27,6 @@ from tests.search_grammar import DECLARATIONS, manifest, search_args, store
 REQUESTS_PER_STORE = 10
 
 
-def outcome(result) -> tuple:
-    if result.rc != 0:
-        return ("error", result.error_name)
-    return ("ok", json.loads(result.stdout))
-
-
 def _features(result: dict) -> set:
     """What an accepted result exercised, to show the random requests reach every rule."""
     found = set()
@@ -90,17 +84,17 @@ def test_random_searches_and_manifests_agree_with_the_published_runtime(tmp_path
             build(path, rng)
             for _ in range(REQUESTS_PER_STORE):
                 args = ["--json", "search", *search_args(rng)]
-                a, b = outcome(ours.run(path, *args)), outcome(theirs.run(path, *args))
+                a, b = ours.run(path, *args).parsed(), theirs.run(path, *args).parsed()
                 sent += 1
                 accepted += a[0] == "ok"
                 if a[0] == "ok":
                     covered.update(_features(a[1]))
                 if a != b:
                     mismatches.append((f"store {n}: {args}", a, b))
-            exported = outcome(ours.run(path, "--json", "schema-export"))
+            exported = ours.run(path, "--json", "schema-export").parsed()
             wanted = json.dumps(manifest(rng, exported[1]), ensure_ascii=False)
-            a, b = (outcome(ours.run(path, "--json", "schema-check", wanted)),
-                    outcome(theirs.run(path, "--json", "schema-check", wanted)))
+            a, b = (ours.run(path, "--json", "schema-check", wanted).parsed(),
+                    theirs.run(path, "--json", "schema-check", wanted).parsed())
             if a != b:
                 mismatches.append((f"store {n}: schema-check {wanted}", a, b))
             copies = []
@@ -109,8 +103,8 @@ def test_random_searches_and_manifests_agree_with_the_published_runtime(tmp_path
                 shutil.copyfile(path, copies[-1])
             runs = []
             for runtime, copy in zip((ours, theirs), copies):
-                runs.append((outcome(runtime.run(copy, "--json", "schema-apply", wanted, "--operation-id", "m1")),
-                             outcome(runtime.run(copy, "--json", "schema-export"))))
+                runs.append((runtime.run(copy, "--json", "schema-apply", wanted, "--operation-id", "m1").parsed(),
+                             runtime.run(copy, "--json", "schema-export").parsed()))
             manifests += 1
             if runs[0] != runs[1]:
                 mismatches.append((f"store {n}: schema-apply {wanted}", runs[0], runs[1]))

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import itertools
 
-from fgraph.core.errors import TooLarge
 from fgraph.core.values import TAG_BOOL, TAG_REF
 from fgraph.query import predicates
 from fgraph.query.planner import binds, plan
 from fgraph.query.syntax import WILDCARD, Not, Or, Pattern, Predicate, RuleCall, is_var
+from fgraph.query.budget import WorkBudget
 from fgraph.query.terms import NO_MATCH, Terms
 
 # which pattern positions an access path reads by key (spec 12 §9)
@@ -54,7 +54,8 @@ class Engine:
     def __init__(self, conn, terms: Terms, basis: int, latest: int, source: str, budget: int, rules: dict):
         self.conn, self.terms, self.basis, self.source = conn, terms, basis, source
         self.at_latest = basis >= latest
-        self.budget, self.spent = budget, 0
+        self.work = WorkBudget(budget, "query", "narrow the query (bind an entity or attribute earlier, add limits)")
+        self.charge = self.work.charge
         self.rules, self.rule_tables = rules, {}
         self.tables: list[str] = []
         self._visible_count = None
@@ -86,13 +87,6 @@ class Engine:
     @staticmethod
     def count(rel: Relation) -> int:
         return rel.size
-
-    def charge(self, units: int) -> None:
-        self.spent += units
-        if self.spent > self.budget:
-            raise TooLarge(f"query exhausted its work budget of {self.budget} units",
-                           "narrow the query (bind an entity or attribute earlier, add limits) or raise "
-                           "--query-budget / FGRAPH_QUERY_BUDGET")
 
     def drop(self, rel: Relation) -> None:
         """Drop an intermediate relation now: a small TEMP schema keeps every statement cheap to prepare."""

@@ -6,11 +6,12 @@ latest basis.
 
 from __future__ import annotations
 
-from fgraph.core.errors import TooLarge, Unsupported
+from fgraph.core.errors import Unsupported
 from fgraph.core.mappings import FrozenMapping
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import TAG_REF
 from fgraph.query import search_request
+from fgraph.query.budget import WorkBudget
 from fgraph.query.search_lists import Lists, candidate_cap
 from fgraph.query.search_render import Renderer, trim_to_cap
 
@@ -28,18 +29,6 @@ class SearchResult(FrozenMapping):
                           "work_used": work_used})
 
 
-class Budget:
-    def __init__(self, limit: int):
-        self.limit, self.used = limit, 0
-
-    def charge(self, units: int) -> None:
-        self.used += units
-        if self.used > self.limit:
-            raise TooLarge(f"search needs more than its work budget of {self.limit} units",
-                           "narrow the search (fewer filters, a smaller expand) or raise --query-budget / "
-                           "FGRAPH_QUERY_BUDGET")
-
-
 def search(conn, open_reader, *, historical: bool, budget: int, options: dict) -> SearchResult:
     """``Db.search``: ``options`` are its keyword arguments as given; ``open_reader()`` makes the
     reader of the latest basis, inside the search's read transaction."""
@@ -49,11 +38,12 @@ def search(conn, open_reader, *, historical: bool, budget: int, options: dict) -
                           "search the database itself, or ask q on the view")
     request = search_request.parse(**options)
     with read_transaction(conn):
-        return _Search(open_reader(), request, Budget(budget)).run()
+        work = WorkBudget(budget, "search", "narrow the search (fewer filters, a smaller expand)")
+        return _Search(open_reader(), request, work).run()
 
 
 class _Search:
-    def __init__(self, reader, request, budget: Budget):
+    def __init__(self, reader, request, budget: WorkBudget):
         self.reader, self.request, self.budget = reader, request, budget
         self.lists = Lists(reader, budget.charge)
         self.render = Renderer(reader)

@@ -4,7 +4,6 @@ snippets, compact pulls, the 2 KiB string cap and the 1 MiB result cap."""
 from __future__ import annotations
 
 from fgraph.core.canonical import dumps_bytes
-from fgraph.core.genesis import A_MANY
 from fgraph.core.values import TAG_VECTOR
 
 STRING_CAP = 2048          # UTF-8 bytes a value or snippet may have in a result
