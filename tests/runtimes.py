@@ -109,3 +109,16 @@ class Runtime:
 def our_executable() -> str:
     candidate = Path(sys.executable).parent / "fgraph"
     return str(candidate) if candidate.exists() else "fgraph"
+
+
+def differential_pair() -> tuple:
+    """(ours, the peer, how many inputs, seed) for a differential test: FGRAPH_QUERIES (default
+    300) and FGRAPH_QUERY_SEED (default 12); skips the test when FGRAPH_PEER is not set."""
+    import pytest  # noqa: PLC0415 - only the differential tests need it
+
+    peer = os.environ.get("FGRAPH_PEER") or None
+    if peer is None:
+        pytest.skip("FGRAPH_PEER is not set: the differential test needs the published runtime")
+    total = int(os.environ.get("FGRAPH_QUERIES", "300"))
+    seed = int(os.environ.get("FGRAPH_QUERY_SEED", "12"))
+    return Runtime(our_executable(), "ours"), Runtime(peer, "peer"), total, seed

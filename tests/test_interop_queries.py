@@ -11,15 +11,12 @@ cursors. Rejected queries are compared like accepted ones.
 from __future__ import annotations
 
 import json
-import os
 import random
 
-import pytest
 
 import fgraph
-from tests.conftest import peer_executable
 from tests.query_grammar import DECLARATIONS, datoms_call, query, store
-from tests.runtimes import Runtime, our_executable
+from tests.runtimes import differential_pair
 
 QUERIES_PER_STORE = 10
 
@@ -45,12 +42,7 @@ def build(path, rng) -> None:
 
 
 def test_random_queries_agree_with_the_published_runtime(tmp_path):
-    peer = peer_executable()
-    if peer is None:
-        pytest.skip("FGRAPH_PEER is not set: the differential test needs the published runtime")
-    total = int(os.environ.get("FGRAPH_QUERIES", "300"))
-    seed = int(os.environ.get("FGRAPH_QUERY_SEED", "12"))
-    ours, theirs = Runtime(our_executable(), "ours"), Runtime(peer, "peer")
+    ours, theirs, total, seed = differential_pair()
     mismatches, accepted, sent = [], 0, 0
     try:
         for n in range((total + QUERIES_PER_STORE - 1) // QUERIES_PER_STORE):

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import random
 import shutil
 
-import pytest
 
 import fgraph
-from tests.conftest import peer_executable
-from tests.runtimes import Runtime, our_executable
+from tests.runtimes import differential_pair
 from tests.search_grammar import DECLARATIONS, manifest, search_args, store
 
 REQUESTS_PER_STORE = 10
@@ -69,12 +66,7 @@ def build(path, rng) -> None:
 
 
 def test_random_searches_and_manifests_agree_with_the_published_runtime(tmp_path):
-    peer = peer_executable()
-    if peer is None:
-        pytest.skip("FGRAPH_PEER is not set: the differential test needs the published runtime")
-    total = int(os.environ.get("FGRAPH_QUERIES", "300"))
-    seed = int(os.environ.get("FGRAPH_QUERY_SEED", "12"))
-    ours, theirs = Runtime(our_executable(), "ours"), Runtime(peer, "peer")
+    ours, theirs, total, seed = differential_pair()
     mismatches, accepted, sent, manifests = [], 0, 0, 0
     covered: collections.Counter = collections.Counter()
     try:
