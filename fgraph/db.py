@@ -130,8 +130,9 @@ class Db:
     def apply_schema_manifest(self, manifest, *, operation_id=None, if_basis_tx=None) -> dict:
         """Make the declared schema equal ``manifest`` in one transaction (spec 13 §14.4)."""
         self._writable()
-        data, envelope = _manifest.apply_request(self._reader(), manifest)
-        return self._run(Request(data, operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope))
+        plan, envelope = _manifest.apply_request(manifest, self.path)
+        return self._run(Request([], operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope,
+                                 derived=plan))
 
     def speculate(self):
         """``with db.speculate():`` — writes inside report as if committed and are all rolled back at

@@ -141,3 +141,19 @@ def test_apply_a_manifest_as_the_spec_example():
                 {"name": "fgraph/type", "declared": {"doc": "x"}}]})
         with pytest.raises(fgraph.ReadOnly):
             db.at(68).apply_schema_manifest(only_id)
+
+
+def test_schema_apply_plans_inside_its_write_transaction(tmp_path):
+    """A declaration committed by another handle after the manifest was read is still retracted:
+    the plan is made from the schema as it stands when the write begins, never from a stale read."""
+    from fgraph.query import manifest as manifest_module
+    path = str(tmp_path / "race.db")
+    with fgraph.connect(path) as db, fgraph.connect(path) as other:
+        db.declare("a/x", type="text")
+        wanted = {"fgraph": "schema/1", "attributes": [{"name": "a/x", "declared": {"type": "text"}}]}
+        plan, envelope = manifest_module.apply_request(wanted, path)
+        other.declare("a/late", type="int")  # lands between the read of the manifest and the write
+        from fgraph.core.transact import Request
+        report = db._run(Request([], hash_envelope=envelope, derived=plan))
+        assert [(f["e"], f["a"]) for f in report["retracted"]] == [("a/late", "fgraph/type")]
+        assert db.schema_manifest()["attributes"] == wanted["attributes"]

@@ -137,18 +137,37 @@ def _live(reader, name, attrs) -> list[tuple[str, object, int]]:
     return [(ids[a], reader.value(v, t), fact_id) for a, v, t, fact_id in rows]
 
 
-def apply_request(reader, manifest) -> tuple[list, dict]:
-    """The transaction data and request-hash envelope of ``apply_schema_manifest`` (§14.4): per
-    attribute then per shape, in name order, retract what is not desired (by attribute id, then
-    fact id) and assert what is missing (keys and list values in name order)."""
+class ManifestPlan:
+    """The facts of ``apply_schema_manifest``, planned inside its write transaction from the schema
+    as it stands there, so a writer in between cannot make the plan stale."""
+
+    __slots__ = ("desired", "path")
+
+    def __init__(self, desired: dict, path: str):
+        self.desired, self.path = desired, path
+
+    def plan(self, planner) -> None:
+        from fgraph.core.reads import Reader
+        planner.plan_data(changes(Reader(planner.cat.conn, None, self.path), self.desired))
+
+
+def apply_request(manifest, path: str) -> tuple[ManifestPlan, dict]:
+    """The planned changes and the request-hash envelope of ``apply_schema_manifest`` (§14.4)."""
     from fgraph.core.errors import Unsupported
     from fgraph.core.genesis import system_identities
-    desired, current = normalize(manifest), export(reader)
+    desired = normalize(manifest)
     system = {row["name"] for row in system_identities()}
     for item in desired["attributes"] + desired["shapes"]:
         if item["name"] in system:
             raise Unsupported(f"schema manifest names the system identity {item['name']!r}",
                               "system attributes are fixed; remove it from the manifest")
+    return ManifestPlan(desired, path), {"manifest": desired, "operation": "schema-apply"}
+
+
+def changes(reader, desired: dict) -> list:
+    """Per attribute then per shape, in name order: retract what is not desired (by attribute
+    id, then fact id) and assert what is missing (keys and list values in name order)."""
+    current = export(reader)
     data: list = []
     wanted_attrs = {a["name"]: a["declared"] for a in desired["attributes"]}
     for name in sorted({a["name"] for a in current["attributes"]} | set(wanted_attrs)):
@@ -177,7 +196,7 @@ def apply_request(reader, manifest) -> tuple[list, dict]:
             for a, values in missing.items():
                 record[a] = values[0] if a == "fgraph/shape-closed" else values
             data.append(record)
-    return data, {"manifest": desired, "operation": "schema-apply"}
+    return data
 
 
 class _Missing:
