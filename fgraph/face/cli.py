@@ -20,8 +20,10 @@ Adding a command takes a few lines::
 Commands that the contract reserves for later (``RESERVED``) answer
 ``Unsupported`` until someone defines them above the reservation loop.
 
-Size: one thin click command per verb of spec 09 (about 25), each a few lines; the parameter
-types shared by several commands live here too. No command holds logic of its own.
+This module holds the commands that write, read entities and history, stream and operate;
+the question commands (q, explain, datoms, search, schema, shapes) are in
+``fgraph.face.cli_questions`` and the shared plumbing in ``fgraph.face.cli_base``. No command
+holds logic of its own.
 """
 
 from __future__ import annotations
@@ -33,126 +35,20 @@ import sys
 import click
 
 import fgraph
-from fgraph.face import embed, ingest
-from fgraph.core.canonical import dumps, loads
-from fgraph.db import connect
-from fgraph.core.errors import FgraphError, Unsupported, ValueTypeError
-from fgraph.face.paths import resolve_db_path
+from fgraph.face import cli_questions
+from fgraph.face import ingest
+from fgraph.core.canonical import dumps
+from fgraph.core.errors import FgraphError, Unsupported
 from fgraph.core.limits import GENESIS_TX
-from fgraph.core.mappings import plain
+from fgraph.db import connect
+from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
+                                  EXIT_PIPE, EXIT_USAGE, RESERVED, RO, RW, _Escaped, _json_argument, _pair, _ref,
+                                  _run, _TimeParam, _write_line, cli, common_options)
+from fgraph.face.paths import resolve_db_path
 
-RO, RW = "ro", "rw"
-DEFAULT_QUERY_BUDGET = 100000
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("mcp",)
-_DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
-
-
-# ----------------------------------------------------------------- plumbing
-
-class _Escaped(Exception):
-    """Carries a broken pipe or Ctrl-C past click, which would turn them into exit 1 / "Aborted!"."""
-
-    def __init__(self, original: BaseException):
-        super().__init__(original)
-        self.original = original
-
-
-class _Group(click.Group):
-
-
-    """The click group that maps every typed error to its message and exit code in one place."""
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except (BrokenPipeError, KeyboardInterrupt) as exc:
-            raise _Escaped(exc) from None
-
-
-def _remember(key: str):
-    def callback(ctx: click.Context, param, value):
-        if value is not None and value is not False:
-            ctx.meta[key] = value  # meta is shared by the group's and the command's contexts
-    return callback
-
-
-def common_options(f):
-    """``--db`` and ``--json``, accepted before and after the command name (the later one wins)."""
-    f = click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_remember(_JSON),
-                     help="Print canonical JSON on one line.")(f)
-    return click.option("--db", metavar="PATH", expose_value=False, callback=_remember(_DB),
-                        help="Database file [env FGRAPH_DB; default facts.fgraph].")(f)
-
-
-def _run(ctx: click.Context, mode: str, call) -> None:
-    """Open the database read-only (RO) or writable (RW), apply ``call`` to it, print the result."""
-    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
-    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
-        result = plain(call(db))
-    if ctx.meta.get(_JSON):
-        _write_line(dumps(result))
-    else:
-        _write_line(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
-
-
-def _write_line(text: str) -> None:
-    """One line of UTF-8 on stdout, whatever the locale says."""
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:  # a text-only stream (embedding, some test harnesses)
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        return
-    sys.stdout.flush()
-    buffer.write(text.encode("utf-8") + b"\n")
-    buffer.flush()
-
-
-def _ref(text: str):
-    """A REF argument: an integer id when ``int()`` reads it (as the published CLI does), else a name."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def _json_argument(text: str, what: str):
-    try:
-        return loads(text)
-    except FgraphError as exc:
-        raise type(exc)(f"{what} is not valid JSON: {exc.message}", exc.hint) from None
-
-
-def _pair(ctx: click.Context, on: bool, off: bool, on_name: str, off_name: str) -> bool | None:
-    if on and off:
-        raise click.UsageError(f"{on_name} and {off_name} are mutually exclusive", ctx)
-    return True if on else False if off else None
-
-
-class _TimeParam(click.ParamType):
-    """``--at``: an integer (transaction id or µs instant) or an RFC 3339 string."""
-
-    name = "TX"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            return int(value)
-        except ValueError:
-            if value.strip().lstrip("+-").isdigit():
-                self.fail(f"{value[:40]!r}... is too long for an integer", param, ctx)
-            return value
-
+QUESTIONS = cli_questions  # its commands register themselves on ``cli`` when it is imported
 
 # ----------------------------------------------------------------- commands
-
-@click.group(cls=_Group, context_settings={"max_content_width": 100})
-@common_options
-@click.option("--query-budget", type=int, envvar="FGRAPH_QUERY_BUDGET", show_envvar=True, metavar="N",
-              expose_value=False, callback=_remember(_BUDGET), help="Work-unit budget for queries [default 100000].")
-def cli():
-    """Temporal facts in one SQLite file."""
-
 
 @cli.command()
 @common_options
@@ -249,144 +145,6 @@ def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, his
 def get(ctx, ref, depth, at):
     """Print one entity's live attributes."""
     _run(ctx, RO, lambda db: (db if at is None else db.at(at)).entity(_ref(ref), depth))
-
-
-def _query_arguments(text: str, args: str | None):
-    """QUERY (inline JSON, @file or -) and --args (a JSON object or null) as values."""
-    query = _json_argument(ingest.read_data_argument(text, sys.stdin), "QUERY")
-    bound = None if args is None else _json_argument(args, "--args")
-    if bound is not None and not isinstance(bound, dict):
-        raise ValueTypeError("--args must be a JSON object keyed by the in variables", 'pass --args \'{"?min": 34}\'')
-    return query, bound
-
-
-@cli.command()
-@common_options
-@click.argument("query", metavar="QUERY")
-@click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
-@click.option("--at", type=int, metavar="TX", help="Pin the query (its basis) to a transaction id or µs instant.")
-@click.pass_context
-def q(ctx, query, args, at):
-    """Answer a Datalog query (inline JSON, @file or - for stdin)."""
-    query, bound = _query_arguments(query, args)
-    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).q(query, bound).to_dict())
-
-
-@cli.command()
-@common_options
-@click.argument("query", metavar="QUERY")
-@click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
-@click.pass_context
-def explain(ctx, query, args):
-    """Print the plan q would follow: clause order, index access, warnings."""
-    query, bound = _query_arguments(query, args)
-    _run(ctx, RO, lambda db: db.explain(query, bound))
-
-
-@cli.command()
-@common_options
-@click.argument("index", required=False, default="eavt")
-@click.option("--components", metavar="JSON", help="Leading key components as a JSON array, e.g. '[\"ada\"]'.")
-@click.option("--source", default="current", show_default=True, help="current or history.")
-@click.option("--limit", type=int, default=100, show_default=True, help="Items per page (1-1000).")
-@click.option("--cursor", metavar="C", help="The next_cursor of the previous page.")
-@click.pass_context
-def datoms(ctx, index, components, source, limit, cursor):
-    """Page one index (eavt, avet, vaet) in key order."""
-    parts = [] if components is None else _json_argument(components, "--components")
-    if not isinstance(parts, list):
-        raise ValueTypeError("--components must be a JSON array", "pass --components '[\"ada\", \"person/name\"]'")
-    _run(ctx, RO, lambda db: db.datoms(index, parts, source=source, limit=limit, cursor=cursor))
-
-
-@cli.command()
-@common_options
-@click.option("--text", help="Words that must all occur (keyword list, BM25 order).")
-@click.option("--vector", metavar="JSON", help="The query embedding as a JSON array (vector list, cosine order).")
-@click.option("--k", type=int, default=10, show_default=True, help="Hits to return (1-100).")
-@click.option("--expand", type=int, default=0, show_default=True, help="Levels of ref neighbours to add (0-3).")
-@click.option("--vector-attribute", metavar="ATTR", help="The vector attribute to search (needed with --vector).")
-@click.option("--text-attribute", "text_attributes", metavar="ATTR", multiple=True,
-              help="Search only this text attribute; repeatable.")
-@click.option("--filter", "filters", metavar="JSON", multiple=True,
-              help='Keep entities holding a value, e.g. \'["note/kind","guide"]\'; repeatable.')
-@click.option("--embed-cmd", metavar="CMD", help="Embedder turning --text into the vector: an executable or a "
-              "JSON argv array; reads the text on stdin, prints a JSON array.")
-@click.pass_context
-def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filters, embed_cmd):
-    """Keyword, vector or hybrid search over the current facts, fused by reciprocal rank."""
-    options = embed.search_options(
-        text=text, embed_cmd=embed_cmd, k=k, expand=expand, vector_attribute=vector_attribute,
-        vector=None if vector is None else _json_argument(vector, "--vector"),
-        filters=[_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes))
-    _run(ctx, RO, lambda db: db.search(**options))
-
-
-@cli.command()
-@common_options
-@click.argument("prefix", required=False)
-@click.option("--system", is_flag=True, help="Include the fgraph/ system attributes.")
-@click.pass_context
-def schema(ctx, prefix, system):
-    """Print the schema page: attributes (declared, effective, observed), shapes and their digest."""
-    _run(ctx, RO, lambda db: db.schema(prefix, include_system=system))
-
-
-@cli.command("schema-export")
-@common_options
-@click.pass_context
-def schema_export(ctx):
-    """Print the declared schema as a schema/1 manifest (for review in git)."""
-    _run(ctx, RO, lambda db: db.schema_manifest())
-
-
-@cli.command("schema-check")
-@common_options
-@click.argument("src", metavar="SRC")
-@click.pass_context
-def schema_check(ctx, src):
-    """Compare a schema/1 manifest (inline JSON, @file or -) with the database; exits 0 on drift."""
-    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
-    _run(ctx, RO, lambda db: db.check_schema_manifest(manifest))
-
-
-@cli.command("schema-apply")
-@common_options
-@click.argument("src", metavar="SRC")
-@click.option("--operation-id", help="Idempotency key of the transaction.")
-@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
-@click.pass_context
-def schema_apply(ctx, src, operation_id, if_basis_tx):
-    """Make the declared schema equal a schema/1 manifest (inline JSON, @file or -), in one transaction."""
-    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
-    _run(ctx, RW, lambda db: db.apply_schema_manifest(manifest, operation_id=operation_id,
-                                                      if_basis_tx=if_basis_tx))
-
-
-@cli.command()
-@common_options
-@click.argument("name")
-@click.option("--required", multiple=True, metavar="ATTR", help="An attribute the entity must have (repeatable).")
-@click.option("--allowed", multiple=True, metavar="ATTR", help="An attribute a closed shape admits (repeatable).")
-@click.option("--closed", is_flag=True, help="Admit only required and allowed attributes.")
-@click.option("--open", "open_", is_flag=True, help="Admit any attribute (the default).")
-@click.option("--operation-id", help="Idempotency key of the transaction.")
-@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
-@click.pass_context
-def shape(ctx, name, required, allowed, closed, open_, operation_id, if_basis_tx):
-    """Create or replace a shape (required and allowed attributes) in one transaction."""
-    closed = bool(_pair(ctx, closed, open_, "--closed", "--open"))
-    _run(ctx, RW, lambda db: db.declare_shape(name, required=list(required), allowed=list(allowed), closed=closed,
-                                              operation_id=operation_id, if_basis_tx=if_basis_tx))
-
-
-@cli.command()
-@common_options
-@click.argument("ref")
-@click.pass_context
-def validate(ctx, ref):
-    """Check one entity against its shape; exits 0 even when it is invalid."""
-    _run(ctx, RO, lambda db: db.validate(_ref(ref)))
 
 
 @cli.command()

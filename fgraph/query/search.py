@@ -43,6 +43,8 @@ def search(conn, open_reader, *, historical: bool, budget: int, options: dict) -
 
 
 class _Search:
+    """One search: resolve what it names, read the lists, fuse, expand, render, trim."""
+
     def __init__(self, reader, request, budget: WorkBudget):
         self.reader, self.request, self.budget = reader, request, budget
         self.lists = Lists(reader, budget.charge)

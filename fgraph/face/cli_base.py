@@ -1,0 +1,132 @@
+"""The CLI's plumbing (spec 09): the ``cli`` group, the options every command shares, and
+``_run``, which resolves the database path, opens it, makes one library call and prints the
+result. The commands live in ``fgraph.face.cli`` (writes, reads, streams, operations) and
+``fgraph.face.cli_questions`` (queries, schema, search); outcomes become exit codes in
+``fgraph.face.cli.run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from fgraph.core.canonical import dumps, loads
+from fgraph.db import connect
+from fgraph.core.errors import FgraphError
+from fgraph.face.paths import resolve_db_path
+from fgraph.core.mappings import plain
+
+RO, RW = "ro", "rw"
+DEFAULT_QUERY_BUDGET = 100000
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
+RESERVED = ("mcp",)
+_DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
+
+
+# ----------------------------------------------------------------- plumbing
+
+class _Escaped(Exception):
+    """Carries a broken pipe or Ctrl-C past click, which would turn them into exit 1 / "Aborted!"."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(original)
+        self.original = original
+
+
+class _Group(click.Group):
+
+
+    """The click group that maps every typed error to its message and exit code in one place."""
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (BrokenPipeError, KeyboardInterrupt) as exc:
+            raise _Escaped(exc) from None
+
+
+def _remember(key: str):
+    def callback(ctx: click.Context, param, value):
+        if value is not None and value is not False:
+            ctx.meta[key] = value  # meta is shared by the group's and the command's contexts
+    return callback
+
+
+def common_options(f):
+    """``--db`` and ``--json``, accepted before and after the command name (the later one wins)."""
+    f = click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_remember(_JSON),
+                     help="Print canonical JSON on one line.")(f)
+    return click.option("--db", metavar="PATH", expose_value=False, callback=_remember(_DB),
+                        help="Database file [env FGRAPH_DB; default facts.fgraph].")(f)
+
+
+def _run(ctx: click.Context, mode: str, call) -> None:
+    """Open the database read-only (RO) or writable (RW), apply ``call`` to it, print the result."""
+    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
+        result = plain(call(db))
+    if ctx.meta.get(_JSON):
+        _write_line(dumps(result))
+    else:
+        _write_line(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def _write_line(text: str) -> None:
+    """One line of UTF-8 on stdout, whatever the locale says."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (embedding, some test harnesses)
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8") + b"\n")
+    buffer.flush()
+
+
+def _ref(text: str):
+    """A REF argument: an integer id when ``int()`` reads it (as the published CLI does), else a name."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _json_argument(text: str, what: str):
+    try:
+        return loads(text)
+    except FgraphError as exc:
+        raise type(exc)(f"{what} is not valid JSON: {exc.message}", exc.hint) from None
+
+
+def _pair(ctx: click.Context, on: bool, off: bool, on_name: str, off_name: str) -> bool | None:
+    if on and off:
+        raise click.UsageError(f"{on_name} and {off_name} are mutually exclusive", ctx)
+    return True if on else False if off else None
+
+
+class _TimeParam(click.ParamType):
+    """``--at``: an integer (transaction id or µs instant) or an RFC 3339 string."""
+
+    name = "TX"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            if value.strip().lstrip("+-").isdigit():
+                self.fail(f"{value[:40]!r}... is too long for an integer", param, ctx)
+            return value
+
+
+# ----------------------------------------------------------------- commands
+
+@click.group(cls=_Group, context_settings={"max_content_width": 100})
+@common_options
+@click.option("--query-budget", type=int, envvar="FGRAPH_QUERY_BUDGET", show_envvar=True, metavar="N",
+              expose_value=False, callback=_remember(_BUDGET), help="Work-unit budget for queries [default 100000].")
+def cli():
+    """Temporal facts in one SQLite file."""

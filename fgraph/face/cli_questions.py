@@ -1,0 +1,151 @@
+"""The CLI commands that ask questions (specs 12 and 13): ``q``, ``explain``, ``datoms``,
+``search``, ``schema``, the ``schema/1`` manifest commands, ``shape`` and ``validate``. Each
+parses its arguments and makes one library call through ``_run``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from fgraph.core.errors import ValueTypeError
+from fgraph.face import embed, ingest
+from fgraph.face.cli_base import RO, RW, _json_argument, _pair, _ref, _run, cli, common_options
+
+
+def _query_arguments(text: str, args: str | None):
+    """QUERY (inline JSON, @file or -) and --args (a JSON object or null) as values."""
+    query = _json_argument(ingest.read_data_argument(text, sys.stdin), "QUERY")
+    bound = None if args is None else _json_argument(args, "--args")
+    if bound is not None and not isinstance(bound, dict):
+        raise ValueTypeError("--args must be a JSON object keyed by the in variables", 'pass --args \'{"?min": 34}\'')
+    return query, bound
+
+
+@cli.command()
+@common_options
+@click.argument("query", metavar="QUERY")
+@click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
+@click.option("--at", type=int, metavar="TX", help="Pin the query (its basis) to a transaction id or µs instant.")
+@click.pass_context
+def q(ctx, query, args, at):
+    """Answer a Datalog query (inline JSON, @file or - for stdin)."""
+    query, bound = _query_arguments(query, args)
+    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).q(query, bound).to_dict())
+
+
+@cli.command()
+@common_options
+@click.argument("query", metavar="QUERY")
+@click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
+@click.pass_context
+def explain(ctx, query, args):
+    """Print the plan q would follow: clause order, index access, warnings."""
+    query, bound = _query_arguments(query, args)
+    _run(ctx, RO, lambda db: db.explain(query, bound))
+
+
+@cli.command()
+@common_options
+@click.argument("index", required=False, default="eavt")
+@click.option("--components", metavar="JSON", help="Leading key components as a JSON array, e.g. '[\"ada\"]'.")
+@click.option("--source", default="current", show_default=True, help="current or history.")
+@click.option("--limit", type=int, default=100, show_default=True, help="Items per page (1-1000).")
+@click.option("--cursor", metavar="C", help="The next_cursor of the previous page.")
+@click.pass_context
+def datoms(ctx, index, components, source, limit, cursor):
+    """Page one index (eavt, avet, vaet) in key order."""
+    parts = [] if components is None else _json_argument(components, "--components")
+    if not isinstance(parts, list):
+        raise ValueTypeError("--components must be a JSON array", "pass --components '[\"ada\", \"person/name\"]'")
+    _run(ctx, RO, lambda db: db.datoms(index, parts, source=source, limit=limit, cursor=cursor))
+
+
+@cli.command()
+@common_options
+@click.option("--text", help="Words that must all occur (keyword list, BM25 order).")
+@click.option("--vector", metavar="JSON", help="The query embedding as a JSON array (vector list, cosine order).")
+@click.option("--k", type=int, default=10, show_default=True, help="Hits to return (1-100).")
+@click.option("--expand", type=int, default=0, show_default=True, help="Levels of ref neighbours to add (0-3).")
+@click.option("--vector-attribute", metavar="ATTR", help="The vector attribute to search (needed with --vector).")
+@click.option("--text-attribute", "text_attributes", metavar="ATTR", multiple=True,
+              help="Search only this text attribute; repeatable.")
+@click.option("--filter", "filters", metavar="JSON", multiple=True,
+              help='Keep entities holding a value, e.g. \'["note/kind","guide"]\'; repeatable.')
+@click.option("--embed-cmd", metavar="CMD", help="Embedder turning --text into the vector: an executable or a "
+              "JSON argv array; reads the text on stdin, prints a JSON array.")
+@click.pass_context
+def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filters, embed_cmd):
+    """Keyword, vector or hybrid search over the current facts, fused by reciprocal rank."""
+    options = embed.search_options(
+        text=text, embed_cmd=embed_cmd, k=k, expand=expand, vector_attribute=vector_attribute,
+        vector=None if vector is None else _json_argument(vector, "--vector"),
+        filters=[_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes))
+    _run(ctx, RO, lambda db: db.search(**options))
+
+
+@cli.command()
+@common_options
+@click.argument("prefix", required=False)
+@click.option("--system", is_flag=True, help="Include the fgraph/ system attributes.")
+@click.pass_context
+def schema(ctx, prefix, system):
+    """Print the schema page: attributes (declared, effective, observed), shapes and their digest."""
+    _run(ctx, RO, lambda db: db.schema(prefix, include_system=system))
+
+
+@cli.command("schema-export")
+@common_options
+@click.pass_context
+def schema_export(ctx):
+    """Print the declared schema as a schema/1 manifest (for review in git)."""
+    _run(ctx, RO, lambda db: db.schema_manifest())
+
+
+@cli.command("schema-check")
+@common_options
+@click.argument("src", metavar="SRC")
+@click.pass_context
+def schema_check(ctx, src):
+    """Compare a schema/1 manifest (inline JSON, @file or -) with the database; exits 0 on drift."""
+    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
+    _run(ctx, RO, lambda db: db.check_schema_manifest(manifest))
+
+
+@cli.command("schema-apply")
+@common_options
+@click.argument("src", metavar="SRC")
+@click.option("--operation-id", help="Idempotency key of the transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@click.pass_context
+def schema_apply(ctx, src, operation_id, if_basis_tx):
+    """Make the declared schema equal a schema/1 manifest (inline JSON, @file or -), in one transaction."""
+    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
+    _run(ctx, RW, lambda db: db.apply_schema_manifest(manifest, operation_id=operation_id,
+                                                      if_basis_tx=if_basis_tx))
+
+
+@cli.command()
+@common_options
+@click.argument("name")
+@click.option("--required", multiple=True, metavar="ATTR", help="An attribute the entity must have (repeatable).")
+@click.option("--allowed", multiple=True, metavar="ATTR", help="An attribute a closed shape admits (repeatable).")
+@click.option("--closed", is_flag=True, help="Admit only required and allowed attributes.")
+@click.option("--open", "open_", is_flag=True, help="Admit any attribute (the default).")
+@click.option("--operation-id", help="Idempotency key of the transaction.")
+@click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@click.pass_context
+def shape(ctx, name, required, allowed, closed, open_, operation_id, if_basis_tx):
+    """Create or replace a shape (required and allowed attributes) in one transaction."""
+    closed = bool(_pair(ctx, closed, open_, "--closed", "--open"))
+    _run(ctx, RW, lambda db: db.declare_shape(name, required=list(required), allowed=list(allowed), closed=closed,
+                                              operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+@cli.command()
+@common_options
+@click.argument("ref")
+@click.pass_context
+def validate(ctx, ref):
+    """Check one entity against its shape; exits 0 even when it is invalid."""
+    _run(ctx, RO, lambda db: db.validate(_ref(ref)))
