@@ -261,12 +261,6 @@ def test_help_on_the_program_and_every_command_exits_0():
             assert code == 0 and "Usage: fgraph " + name in out
 
 
-def test_reserved_commands_are_unsupported_for_now():
-    for name in cli.RESERVED:
-        code, out, err = invoke([name, "--since", "64", "x"])
-        assert (code, out) == (1, "") and err.startswith("Unsupported: "), name
-
-
 def test_unexpected_exception_is_one_line_without_traceback(tmp_path, monkeypatch):
     def boom(self):
         raise RuntimeError("boom")

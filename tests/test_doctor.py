@@ -325,9 +325,8 @@ def test_peer_agrees_on_clean_and_damaged_files(template, tmp_path):
         assert theirs["ok"] is ours["ok"] is False and theirs["repair_needed"] == ours["repair_needed"], name
 
 
-def test_reserved_tuple_no_longer_holds_backup_and_doctor():
+def test_backup_and_doctor_are_commands():
     assert "doctor" in cli.cli.commands and "backup" in cli.cli.commands and "restore-backup" in cli.cli.commands
-    assert "doctor" not in cli.RESERVED and "backup" not in cli.RESERVED
 
 
 def test_the_integrity_thread_hands_over_what_it_caught():

@@ -17,8 +17,7 @@ Adding a command takes a few lines::
         \"\"\"One-line purpose.\"\"\"
         _run(ctx, RO, lambda db: db.thing(_ref(ref)))
 
-Commands that the contract reserves for later (``RESERVED``) answer
-``Unsupported`` until someone defines them above the reservation loop.
+Every command of the contract (spec 09, and ``mcp`` of spec 10) is defined.
 
 This module holds the commands that write, read entities and history, stream and operate;
 the question commands (q, explain, datoms, search, schema, shapes) are in
@@ -38,11 +37,11 @@ import fgraph
 from fgraph.face import cli_questions
 from fgraph.face import ingest
 from fgraph.core.canonical import dumps
-from fgraph.core.errors import FgraphError, Unsupported
+from fgraph.core.errors import FgraphError
 from fgraph.core.limits import GENESIS_TX
 from fgraph.db import connect
 from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
-                                  EXIT_PIPE, EXIT_USAGE, RESERVED, RO, RW, _Escaped, _json_argument, _pair, _ref,
+                                  EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
                                   _run, _TimeParam, _write_line, cli, common_options)
 from fgraph.face.paths import resolve_db_path
 
@@ -340,22 +339,24 @@ def verify(ctx, src):
 
 
 @cli.command()
+@common_options
+@click.option("--write", is_flag=True, help="Offer the write tools (remember, forget, undo); the file may change.")
+@click.option("--embed-cmd", metavar="CMD", help="Embedder for recall and remember: an executable or a JSON argv "
+              "array; reads text on stdin, prints a JSON array.")
+@click.pass_context
+def mcp(ctx, write, embed_cmd):
+    """Serve the database to agents over MCP on stdio (read-only unless --write)."""
+    from fgraph.face import embed, mcp_server  # the SDK loads only for this command
+    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    embedder = None if embed_cmd is None else (lambda text: embed.embed(embed_cmd, text))
+    with connect(path, read_only=not write) as db:
+        mcp_server.serve(db, write=write, embed=embedder)
+
+
+@cli.command()
 def version():
     """Print the version of this runtime."""
     _write_line(fgraph.__version__)
-
-
-def _reserve(name: str) -> None:
-    @cli.command(name, hidden=True, add_help_option=False,
-                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    def placeholder():
-        raise Unsupported(f"the {name!r} command is not available in this runtime yet",
-                          "see docs/cli.md for the commands it has")
-
-
-for _name in RESERVED:
-    if _name not in cli.commands:
-        _reserve(_name)
 
 
 # ----------------------------------------------------------------- outcomes

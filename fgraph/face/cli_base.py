@@ -22,7 +22,6 @@ from fgraph.core.mappings import plain
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-RESERVED = ("mcp",)
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 

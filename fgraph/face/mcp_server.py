@@ -1,0 +1,126 @@
+"""``fgraph mcp`` (spec 10): the database served to agents over the Model Context Protocol on
+stdio, built on the official SDK (``mcp.server.mcpserver.MCPServer``).
+
+Read-only unless ``--write``: the default server opens the file with a read-only connection
+(``mode=ro`` and ``query_only``) and registers no write tool, so even a handler that tried to
+write would be refused by SQLite. Tool bodies live in ``fgraph.face.mcp_tools``; this module
+names them, gives them their schemas and annotations, turns our errors into tool errors and
+runs the transport. stdout carries protocol messages only; diagnostics go to stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+import fgraph
+from fgraph.core.errors import FgraphError
+from fgraph.face.mcp_tools import Tools
+
+TITLE = "fgraph temporal memory"
+DESCRIPTION = ("A single SQLite file of auditable facts with their full history and provenance, "
+               "searchable by hybrid recall.")
+INSTRUCTIONS = (
+    "This server is an auditable, time-aware fact store: every fact records the transaction that "
+    "asserted it, and nothing is overwritten. Read the schema first to learn the attributes. Prefer "
+    "bounded query and datoms pages over broad reads, and keep the basis_tx of a response to read the "
+    "same state again later. Writes (remember, forget, undo) exist only when the server was started "
+    "with --write; give each one a stable operation_id and an if_basis_tx so a retry is safe.")
+READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+REMEMBER = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+
+
+def _tool_errors(fn):
+    """Our typed errors reach the agent as the tool's error text (the SDK prefixes the tool name)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except FgraphError as exc:
+            raise ToolError(str(exc)) from None
+    return call
+
+
+def _by(ctx: Context) -> str:
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None and params.client_info is not None else ""
+    return "mcp:" + name
+
+
+def build(db, *, write: bool, embed=None) -> MCPServer:
+    tools = Tools(db, embed=embed)
+    server = MCPServer(name="fgraph", title=TITLE, description=DESCRIPTION, instructions=INSTRUCTIONS,
+                       version=fgraph.__version__, log_level="WARNING")
+
+    def register(fn, annotations, description):
+        server.tool(description=description, annotations=annotations, structured_output=True)(_tool_errors(fn))
+
+    if write:
+        def remember(operation_id: str, ctx: Context, facts: Any | None = None, text: str | None = None,
+                     source: str | None = None, key: str | None = None, if_basis_tx: int | None = None) -> dict[str, Any]:
+            return tools.remember(_by(ctx), operation_id, facts, text, source, key, if_basis_tx)
+
+        def forget(entity: str | int, operation_id: str, if_basis_tx: int, ctx: Context, attribute: str | None = None,
+                   value: Any | None = None) -> dict[str, Any]:
+            return tools.forget(_by(ctx), entity, operation_id, if_basis_tx, attribute, value)
+
+        def undo(tx: int, operation_id: str, if_basis_tx: int, ctx: Context) -> dict[str, Any]:
+            return tools.undo(_by(ctx), tx, operation_id, if_basis_tx)
+
+        register(remember, REMEMBER, "Store facts, a searchable note, or both; a key makes later calls replace "
+                                     "the same note. Example: remember(text=\"Ada prefers vim\", key=\"note-1\", "
+                                     "operation_id=\"op-1\").")
+        register(forget, DESTRUCTIVE, "Retract a value, an attribute or a whole entity without erasing history. "
+                                      "Example: forget(entity=\"ada\", attribute=\"person/city\", "
+                                      "operation_id=\"op-2\", if_basis_tx=98).")
+        register(undo, DESTRUCTIVE, "Write an audited transaction that compensates an earlier one. "
+                                    "Example: undo(tx=98, operation_id=\"op-3\", if_basis_tx=99).")
+
+    def recall(query: str, k: int = 10, expand: int = 0) -> dict[str, Any]:
+        return tools.recall(query, k, expand)
+
+    def about(entity: Any, depth: int = 1) -> dict[str, Any]:
+        return tools.about(entity, depth)
+
+    def why(entity: Any, attribute: str | None = None, limit: int = 100) -> dict[str, Any]:
+        return tools.why(entity, attribute, limit)
+
+    def history(entity: Any, attribute: str | None = None, limit: int = 100) -> dict[str, Any]:
+        return tools.history(entity, attribute, limit)
+
+    def receipt(tx: int) -> dict[str, Any]:
+        return tools.receipt(tx)
+
+    register(recall, READ, "Ranked retrieval of text memories (keyword, and vector with --embed-cmd). "
+                           "Example: recall(query=\"editor preferences\", k=5).")
+    register(about, READ, "An entity's current facts. Example: about(entity=\"ada\").")
+    register(why, READ, "An entity's current facts with the transactions that asserted them. "
+                        "Example: why(entity=\"ada\", attribute=\"person/born\").")
+    register(history, READ, "The timeline of an entity's facts, retracted ones included. "
+                            "Example: history(entity=\"ada\").")
+    register(receipt, READ, "The receipt of one transaction: who, when, why, and its custom facts. "
+                            "Example: receipt(tx=75).")
+    return server
+
+
+def serve(db, *, write: bool, embed=None) -> None:
+    """Serve ``db`` on stdin/stdout until stdin ends."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    server = build(db, write=write, embed=embed)
+    lowlevel = server._lowlevel_server
+    options = lowlevel.create_initialization_options(experimental_capabilities={})
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, options)
+
+    anyio.run(run)

@@ -1,0 +1,176 @@
+"""The MCP tools' bodies (spec 10 §3–§5): bounds checked before any work, one library call on
+a view pinned to one basis, the ``{"ok", "basis_tx", "data"}`` envelope and its 256 KiB cap.
+
+The SDK wiring (names, schemas, annotations, transport) is ``fgraph.face.mcp_server``; this
+module knows nothing of it, so every rule here is testable without a client.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from fgraph.core.canonical import dumps_bytes
+from fgraph.core.errors import TooLarge, ValueTypeError
+from fgraph.core.limits import GENESIS_TX
+
+RESPONSE_CAP = 262_144
+COMPACT_ATTRIBUTES, COMPACT_VALUES = 32, 32
+MEMORY_TEXT, MEMORY_EMBEDDING = "memory/text", "memory/embedding"
+
+
+def envelope(basis_tx: int, data) -> dict:
+    """The success envelope; TooLarge when its canonical JSON exceeds 262,144 bytes."""
+    result = {"ok": True, "basis_tx": basis_tx, "data": data}
+    size = len(dumps_bytes(result))
+    if size > RESPONSE_CAP:
+        raise TooLarge(f"MCP response exceeds 256 KiB ({size} bytes)", "narrow the request or continue with a cursor")
+    return result
+
+
+def check_range(value: int, low: int, high: int, message: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueTypeError(message, f"pass an integer from {low} through {high}")
+    return value
+
+
+def entity_selector(raw):
+    """Selectors of 03 §2 as MCP passes them: a digit string is a name, never an id."""
+    if isinstance(raw, bool) or isinstance(raw, float) or (isinstance(raw, dict) and set(raw) != {"eid"}):
+        raise ValueTypeError(f"invalid entity reference {raw!r}",
+                             'pass a name, a positive id, a lookup ["attr", value] or {"eid": uuid}')
+    return raw
+
+
+def compact(entity: dict) -> dict:
+    """The top level of an entity cut to its first 32 attributes by name and 32 values each."""
+    out = {}
+    for name in sorted(entity)[:COMPACT_ATTRIBUTES]:
+        value = entity[name]
+        out[name] = value[:COMPACT_VALUES] if isinstance(value, list) else value
+    return out
+
+
+class Tools:
+    """The tools of one server over one open ``Db``; calls are serialized (the SDK runs sync
+    tools in worker threads, and one SQLite connection serves one call at a time)."""
+
+    def __init__(self, db, *, embed=None):
+        self.db, self.embed = db, embed
+        self.lock = threading.Lock()
+
+    def _pinned(self):
+        """A view at the latest transaction when the call starts."""
+        return self.db.at(self.db.latest_tx())
+
+    # -- reads ----------------------------------------------------------------
+    def about(self, entity, depth: int = 1) -> dict:
+        check_range(depth, 0, 2, "about depth must be an integer from zero through two")
+        selector = entity_selector(entity)
+        with self.lock:
+            view = self._pinned()
+            return envelope(view.basis, compact(view.entity(selector, depth)))
+
+    def why(self, entity, attribute=None, limit: int = 100) -> dict:
+        return self._rows("why", entity, attribute, limit)
+
+    def history(self, entity, attribute=None, limit: int = 100) -> dict:
+        return self._rows("history", entity, attribute, limit)
+
+    def _rows(self, kind: str, entity, attribute, limit: int) -> dict:
+        check_range(limit, 1, 100, f"{kind} limit must be 1 through 100")
+        selector = entity_selector(entity)
+        with self.lock:
+            view = self._pinned()
+            rows = getattr(view, kind)(selector, attribute)
+            return envelope(view.basis, {"items": rows[:limit], "truncated": len(rows) > limit})
+
+    def receipt(self, tx: int) -> dict:
+        with self.lock:
+            view = self._pinned()
+            return envelope(view.basis, view.receipt(tx))
+
+    def recall(self, query: str, k: int = 10, expand: int = 0) -> dict:
+        check_range(k, 1, 20, "recall k must be an integer from 1 through 20")
+        check_range(expand, 0, 2, "recall expand must be an integer from zero through two")
+        if not isinstance(query, str) or not query.strip():
+            raise ValueTypeError("recall needs a non-blank query", "pass the words to look for")
+        options = {}
+        if self.embed is not None:
+            options = {"vector": self.embed(query), "vector_attribute": MEMORY_EMBEDDING}
+        with self.lock:
+            result = self.db.search(text=query, k=k, expand=expand, **options)
+            return envelope(result["basis_tx"], result.to_dict())
+
+    # -- writes ---------------------------------------------------------------
+    def remember(self, by: str, operation_id: str, facts=None, text=None, source=None, key=None,
+                 if_basis_tx=None) -> dict:
+        _check_write_guards(operation_id, if_basis_tx)
+        data = _as_items(facts)
+        if text is not None:
+            if not text.strip():
+                raise ValueTypeError("remember text is blank", "pass text with at least one visible character")
+            if key == "":
+                raise ValueTypeError("remember key is empty", "pass a non-empty key, or none for a new note")
+            note = {} if key is None else {"id": key}
+            note[MEMORY_TEXT] = text
+            if self.embed is not None:
+                note[MEMORY_EMBEDDING] = {"vector": self.embed(text)}
+            data.append(note)
+        if not data:
+            raise ValueTypeError("remember needs facts or text", "pass facts (a map, an operation or a list) or text")
+        options = {"by": by, "operation_id": operation_id, "if_basis_tx": if_basis_tx}
+        if source is not None:
+            options["source"] = source
+        with self.lock:
+            return _write_envelope(self.db.transact(data, **options))
+
+    def forget(self, by: str, entity, operation_id: str, if_basis_tx: int, attribute=None, value=None) -> dict:
+        _check_write_guards(operation_id, if_basis_tx)
+        if value is not None and attribute is None:
+            raise ValueTypeError("forget was given a value but no attribute",
+                                 "name the attribute the value belongs to, or drop the value to forget the entity")
+        op = ["retract", entity]
+        if attribute is not None:
+            op.append(attribute)
+            if value is not None:
+                op.append(value)
+        with self.lock:
+            return _write_envelope(self.db.transact(op, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+    def undo(self, by: str, tx: int, operation_id: str, if_basis_tx: int) -> dict:
+        _check_write_guards(operation_id, if_basis_tx)
+        with self.lock:
+            return _write_envelope(self.db.undo(tx, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+def _as_items(facts) -> list:
+    if facts is None:
+        return []
+    if isinstance(facts, dict):
+        return [facts]
+    if isinstance(facts, list) and facts and isinstance(facts[0], str):
+        return [facts]  # one operation, ["retract", ...]
+    if isinstance(facts, list):
+        return list(facts)
+    return [facts]
+
+
+def _check_write_guards(operation_id, if_basis_tx) -> None:
+    if not isinstance(operation_id, str) or operation_id == "":
+        raise ValueTypeError("operation_id must be a non-empty string", "pass a stable id so a retry is safe")
+    if if_basis_tx is not None and if_basis_tx < GENESIS_TX:
+        raise ValueTypeError(f"if_basis_tx {if_basis_tx} is before genesis",
+                             "pass the basis_tx of your last read")
+
+
+def _write_envelope(report) -> dict:
+    """A committed write is never reported as an error (README decision 12): a report too large
+    for the cap comes back compact, with its counts and ``truncated``."""
+    data = dict(report)
+    try:
+        return envelope(report["tx"], data)
+    except TooLarge:
+        compact_report = {key: report[key] for key in ("status", "tx", "event", "basis_tx", "at")}
+        compact_report.update(ids=len(report["ids"]), asserted=len(report["asserted"]),
+                              retracted=len(report["retracted"]), truncated=True)
+        return envelope(report["tx"], compact_report)

@@ -1,0 +1,183 @@
+"""``fgraph mcp`` through the official SDK's stdio client (spec 10): discovery, the envelope,
+bounds, errors, read-only for real, and the write tools with their idempotency and ``by``.
+With FGRAPH_PEER set, the same calls on the published server give the same structured data."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.types import Implementation  # noqa: E402
+
+import fgraph  # noqa: E402
+from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable  # noqa: E402
+
+OURS = str(Path(sys.executable).parent / "fgraph")
+READ_TOOLS = ["recall", "about", "why", "history", "receipt"]
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FGRAPH_") or k == "FGRAPH_PEER"}
+    env.update(FGRAPH_CLOCK=str(CONFORMANCE_CLOCK), FGRAPH_EVENT_SEED=CONFORMANCE_SEED)
+    return env
+
+
+def session_run(executable: str, path, script, *extra: str, client: str = "probe"):
+    """Run ``await script(session)`` against ``executable --db path mcp *extra``; returns its result."""
+    params = StdioServerParameters(command=executable, args=["--db", str(path), "mcp", *extra], env=_env())
+
+    async def main():
+        with open(os.devnull, "w") as quiet:
+            async with stdio_client(params, errlog=quiet) as (read, write):
+                async with ClientSession(read, write, client_info=Implementation(name=client, version="1")) as session:
+                    await session.initialize()
+                    return await script(session)
+
+    return anyio.run(main)
+
+
+def call(name: str, **arguments):
+    async def script(session):
+        result = await session.call_tool(name, arguments)
+        return (result.is_error, result.structured_content,
+                [c.text for c in result.content if getattr(c, "text", None) is not None])
+    return script
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "m.db"
+    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
+        db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815}, by="me")
+        db.transact({"id": "ada", "person/born": 1816, "person/knows": {"ref": "grace"}})
+        db.transact({"id": "note", "memory/text": "Ada prefers vim"})
+    return path
+
+
+def test_read_only_server_lists_the_read_tools_and_names_itself(store):
+    async def script(session):
+        tools = (await session.list_tools()).tools
+        return [t.name for t in tools], {t.name: t.annotations.read_only_hint for t in tools}
+    names, read_only = session_run(OURS, store, script)
+    assert names == READ_TOOLS and all(read_only.values())
+
+
+def test_write_server_lists_the_write_tools_first(store):
+    async def script(session):
+        return [t.name for t in (await session.list_tools()).tools]
+    assert session_run(OURS, store, script, "--write") == ["remember", "forget", "undo"] + READ_TOOLS
+
+
+def test_about_returns_the_envelope_as_structured_content_and_text(store):
+    is_error, structured, texts = session_run(OURS, store, call("about", entity="ada"))
+    assert not is_error
+    assert structured == {"ok": True, "basis_tx": 74,
+                          "data": {"person/born": 1816, "person/knows": {"ref": "grace"}, "person/name": "Ada Lovelace"}}
+    assert json.loads(texts[0]) == structured
+
+
+@pytest.mark.parametrize(("name", "arguments", "fragment"), [
+    ("about", {"entity": "ada", "depth": 3}, "depth"),
+    ("about", {"entity": "nobody"}, "not found"),
+    ("about", {"entity": {"ref": "ada"}}, "entity reference"),
+    ("history", {"entity": "ada", "limit": 0}, "limit"),
+    ("why", {"entity": "ada", "attribute": "bad"}, "bad"),
+    ("receipt", {"tx": "x"}, "validation error"),
+    ("receipt", {"tx": 65}, "not found"),
+    ("recall", {"query": "  "}, "blank"),
+    ("recall", {"query": "vim", "k": 21}, "k"),
+    ("remember", {"text": "x", "operation_id": "o"}, "Unknown tool: remember"),
+])
+def test_bad_calls_are_tool_errors_that_say_what_to_fix(store, name, arguments, fragment):
+    is_error, structured, texts = session_run(OURS, store, call(name, **arguments))
+    assert is_error and structured is None
+    assert fragment in texts[0]
+    assert texts[0].startswith(f"Error executing tool {name}: ") or texts[0].startswith("Unknown tool")
+
+
+def test_recall_finds_memories(store):
+    is_error, structured, _ = session_run(OURS, store, call("recall", query="vim"))
+    assert not is_error and [h["entity"] for h in structured["data"]["hits"]] == ["note"]
+
+
+def test_a_missing_file_is_not_found_and_nothing_is_created(tmp_path):
+    import subprocess
+    path = tmp_path / "absent.db"
+    proc = subprocess.run([OURS, "--db", str(path), "mcp"], input=b"", capture_output=True, env=_env(), timeout=60)
+    assert proc.returncode == 1 and proc.stdout == b"" and proc.stderr.startswith(b"NotFound: ")
+    assert not path.exists()
+
+
+def test_the_read_only_connection_refuses_a_forced_write(store):
+    """Annotations are advice; the connection is the guarantee: a handler that tried to write
+    on the server's handle would be refused by SQLite itself."""
+    from fgraph.face.mcp_tools import Tools
+    with fgraph.connect(str(store), read_only=True) as db:
+        tools = Tools(db)
+        with pytest.raises(fgraph.FgraphError):
+            tools.remember("mcp:forced", "op-forced", text="should not land")
+        with pytest.raises(Exception) as caught:
+            db.connection.execute("INSERT INTO fgraph_meta (key, value) VALUES ('x', 1)")
+        assert "readonly" in str(caught.value).lower() or "read-only" in str(caught.value).lower()
+    with fgraph.connect(str(store), read_only=True) as db:
+        assert db.search(text="should").hits == []
+
+
+def test_remember_is_idempotent_and_records_the_client(store):
+    async def script(session):
+        first = await session.call_tool("remember", {"text": "Ada prefers vim", "key": "note-1", "operation_id": "op-1",
+                                                      "if_basis_tx": 74})
+        again = await session.call_tool("remember", {"text": "Ada prefers vim", "key": "note-1", "operation_id": "op-1",
+                                                      "if_basis_tx": 74})
+        other = await session.call_tool("remember", {"text": "changed", "key": "note-1", "operation_id": "op-1"})
+        return first.structured_content, again.structured_content, other.is_error
+    first, again, conflict = session_run(OURS, store, script, "--write", client="Claude Code")
+    assert first["data"]["status"] == "applied" and again["data"]["status"] == "already_applied"
+    assert first["basis_tx"] == again["basis_tx"] == first["data"]["tx"]
+    assert {"a": "fgraph/by", "v": "mcp:Claude Code"}.items() <= next(
+        f for f in first["data"]["asserted"] if f["a"] == "fgraph/by").items()
+    assert conflict
+
+
+def test_forget_with_a_value_but_no_attribute_is_refused_before_writing(store):
+    is_error, _, texts = session_run(OURS, store, call("forget", entity="ada", value=1816, operation_id="f-1",
+                                                       if_basis_tx=74), "--write")
+    assert is_error and "attribute" in texts[0]
+    with fgraph.connect(str(store), read_only=True) as db:
+        assert db.latest_tx() == 74 and db.entity("ada")["person/born"] == 1816
+
+
+@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
+@pytest.mark.parametrize(("name", "arguments"), [
+    ("about", {"entity": "ada"}), ("about", {"entity": "ada", "depth": 2}), ("about", {"entity": "grace"}),
+    ("why", {"entity": "ada"}), ("why", {"entity": "ada", "limit": 1}), ("history", {"entity": "ada"}),
+    ("history", {"entity": "ada", "attribute": "person/born"}), ("receipt", {"tx": 66}), ("receipt", {"tx": 64}),
+    ("recall", {"query": "vim"}), ("about", {"entity": 65}), ("about", {"entity": "65"}),
+])
+def test_the_published_server_gives_the_same_data(store, tmp_path, name, arguments):
+    copy = tmp_path / "peer.db"
+    shutil.copyfile(store, copy)
+    ours = session_run(OURS, store, call(name, **arguments))
+    theirs = session_run(peer_executable(), copy, call(name, **arguments))
+    assert ours[0] == theirs[0] and ours[1] == theirs[1]
+
+
+def test_every_tool_is_documented():
+    """docs/mcp.md names every tool the server can list, read-only and with --write."""
+    from fgraph.face.mcp_server import build
+    text = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
+
+    async def names():
+        with fgraph.connect(":memory:") as db:
+            return [t.name for t in await build(db, write=True).list_tools()]
+    listed = anyio.run(names)
+    assert listed and all(f"| `{name}`" in text for name in listed), listed
