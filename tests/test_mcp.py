@@ -22,7 +22,8 @@ import fgraph  # noqa: E402
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable  # noqa: E402
 
 OURS = str(Path(sys.executable).parent / "fgraph")
-READ_TOOLS = ["recall", "about", "why", "history", "receipt"]
+READ_TOOLS = ["recall", "about", "why", "history", "query", "datoms", "receipt", "explain"]
+NAMES = {"find": ["?n"], "where": [["?e", "person/name", "?n"]]}
 
 
 def _env() -> dict:
@@ -95,6 +96,8 @@ def test_about_returns_the_envelope_as_structured_content_and_text(store):
     ("receipt", {"tx": 65}, "not found"),
     ("recall", {"query": "  "}, "blank"),
     ("recall", {"query": "vim", "k": 21}, "k"),
+    ("query", {"q": dict(NAMES, limit=1001)}, "limit"),
+    ("datoms", {"limit": 0}, "limit"),
     ("remember", {"text": "x", "operation_id": "o"}, "Unknown tool: remember"),
 ])
 def test_bad_calls_are_tool_errors_that_say_what_to_fix(store, name, arguments, fragment):
@@ -162,6 +165,10 @@ def test_forget_with_a_value_but_no_attribute_is_refused_before_writing(store):
     ("why", {"entity": "ada"}), ("why", {"entity": "ada", "limit": 1}), ("history", {"entity": "ada"}),
     ("history", {"entity": "ada", "attribute": "person/born"}), ("receipt", {"tx": 66}), ("receipt", {"tx": 64}),
     ("recall", {"query": "vim"}), ("about", {"entity": 65}), ("about", {"entity": "65"}),
+    ("query", {"q": NAMES}), ("query", {"q": dict(NAMES, limit=0)}), ("query", {"q": dict(NAMES, limit=1001)}),
+    ("query", {"q": dict(NAMES, limit="5")}), ("query", {"q": {"find": ["?x"]}}),
+    ("datoms", {"index": "eavt", "components": ["ada"], "limit": 2}), ("datoms", {"limit": 101}),
+    ("datoms", {"index": "avet", "components": ["person/born"]}), ("explain", {"q": NAMES}),
 ])
 def test_the_published_server_gives_the_same_data(store, tmp_path, name, arguments):
     copy = tmp_path / "peer.db"

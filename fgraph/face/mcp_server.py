@@ -97,8 +97,18 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
     def history(entity: Any, attribute: str | None = None, limit: int = 100) -> dict[str, Any]:
         return tools.history(entity, attribute, limit)
 
+    def query(q: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
+        return tools.query(q, args)
+
+    def datoms(index: str = "eavt", components: list[Any] | None = None, source: str = "current", limit: int = 100,
+               cursor: str | None = None) -> dict[str, Any]:
+        return tools.datoms(index, components, source, limit, cursor)
+
     def receipt(tx: int) -> dict[str, Any]:
         return tools.receipt(tx)
+
+    def explain(q: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
+        return tools.explain(q, args)
 
     register(recall, READ, "Ranked retrieval of text memories (keyword, and vector with --embed-cmd). "
                            "Example: recall(query=\"editor preferences\", k=5).")
@@ -107,8 +117,14 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
                         "Example: why(entity=\"ada\", attribute=\"person/born\").")
     register(history, READ, "The timeline of an entity's facts, retracted ones included. "
                             "Example: history(entity=\"ada\").")
+    register(query, READ, "A JSON Datalog query at one basis (limit 100 unless given, at most 1000). "
+                          "Example: query(q={\"find\": [\"?n\"], \"where\": [[\"?e\", \"person/name\", \"?n\"]]}).")
+    register(datoms, READ, "One page of datoms by index prefix; pass next_cursor for the next page. "
+                           "Example: datoms(index=\"avet\", components=[\"person/name\"], limit=50).")
     register(receipt, READ, "The receipt of one transaction: who, when, why, and its custom facts. "
                             "Example: receipt(tx=75).")
+    register(explain, READ, "The access plan a query would follow, without evaluating it. "
+                            "Example: explain(q={\"find\": [\"?e\"], \"where\": [[\"?e\", \"person/name\", \"Ada\"]]}).")
     return server
 
 

@@ -101,6 +101,27 @@ class Tools:
             result = self.db.search(text=query, k=k, expand=expand, **options)
             return envelope(result["basis_tx"], result.to_dict())
 
+    def query(self, q, args=None) -> dict:
+        q = _bounded_query(q)
+        with self.lock:
+            view = self._pinned()
+            return envelope(view.basis, view.q(q, args).to_dict())
+
+    def explain(self, q, args=None) -> dict:
+        q = _bounded_query(q)
+        with self.lock:
+            view = self._pinned()
+            plan = view.explain(q, args)
+            return envelope(plan["basis_tx"], plan)
+
+    def datoms(self, index="eavt", components=None, source="current", limit=100, cursor=None) -> dict:
+        check_range(limit, 1, 100, "MCP datoms limit must be an integer from 1 through 100")
+        with self.lock:
+            view = self._pinned()
+            page = view.datoms(index, [] if components is None else components, source=source, limit=limit,
+                               cursor=cursor)
+            return envelope(page["basis_tx"], page)  # a continued cursor keeps its own basis
+
     # -- writes ---------------------------------------------------------------
     def remember(self, by: str, operation_id: str, facts=None, text=None, source=None, key=None,
                  if_basis_tx=None) -> dict:
@@ -141,6 +162,16 @@ class Tools:
         _check_write_guards(operation_id, if_basis_tx)
         with self.lock:
             return _write_envelope(self.db.undo(tx, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+def _bounded_query(q):
+    """MCP answers at most 1,000 rows: an absent ``limit`` means 100, a given one must be 0–1000."""
+    if not isinstance(q, dict):
+        raise ValueTypeError("query q must be a JSON object", 'pass {"find": [...], "where": [...]}')
+    if "limit" not in q:
+        return dict(q, limit=100)
+    check_range(q["limit"], 0, 1000, "MCP query limit must be an integer from 0 through 1000")
+    return q
 
 
 def _as_items(facts) -> list:
