@@ -22,7 +22,7 @@ import fgraph  # noqa: E402
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable  # noqa: E402
 
 OURS = str(Path(sys.executable).parent / "fgraph")
-READ_TOOLS = ["recall", "about", "why", "history", "query", "datoms", "receipt", "explain"]
+READ_TOOLS = ["recall", "about", "why", "history", "query", "datoms", "receipt", "schema", "explain"]
 NAMES = {"find": ["?n"], "where": [["?e", "person/name", "?n"]]}
 
 
@@ -169,6 +169,8 @@ def test_forget_with_a_value_but_no_attribute_is_refused_before_writing(store):
     ("query", {"q": dict(NAMES, limit="5")}), ("query", {"q": {"find": ["?x"]}}),
     ("datoms", {"index": "eavt", "components": ["ada"], "limit": 2}), ("datoms", {"limit": 101}),
     ("datoms", {"index": "avet", "components": ["person/born"]}), ("explain", {"q": NAMES}),
+    ("schema", {}), ("schema", {"limit": 2}), ("schema", {"prefix": "person/", "limit": 1}), ("schema", {"limit": 0}),
+    ("schema", {"include_system": True, "limit": 5}), ("schema", {"cursor": "garbage"}),
 ])
 def test_the_published_server_gives_the_same_data(store, tmp_path, name, arguments):
     copy = tmp_path / "peer.db"
@@ -176,6 +178,26 @@ def test_the_published_server_gives_the_same_data(store, tmp_path, name, argumen
     ours = session_run(OURS, store, call(name, **arguments))
     theirs = session_run(peer_executable(), copy, call(name, **arguments))
     assert ours[0] == theirs[0] and ours[1] == theirs[1]
+
+
+def test_schema_pages_follow_their_cursor_at_its_basis(store):
+    async def script(session):
+        pages, arguments = [], {"limit": 2, "include_system": True}
+        while True:
+            result = (await session.call_tool("schema", arguments)).structured_content
+            pages.append(result["data"])
+            if result["data"]["next_cursor"] is None:
+                return pages
+            arguments = dict(arguments, cursor=result["data"]["next_cursor"])
+            if len(pages) == 2:
+                other = await session.call_tool("schema", {"limit": 3, "cursor": arguments["cursor"]})
+                assert other.is_error and "does not match" in other.content[0].text
+    pages = session_run(OURS, store, script)
+    with fgraph.connect(str(store), read_only=True) as db:
+        whole = db.schema(include_system=True)
+    assert [a for p in pages for a in p["attributes"]] == whole["attributes"]
+    assert len(pages) == (len(whole["attributes"]) + len(whole["shapes"]) + 1) // 2
+    assert {p["digest"] for p in pages} == {whole["digest"]} and pages[-1]["truncated"] is False
 
 
 def test_every_tool_is_documented():

@@ -107,6 +107,10 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
     def receipt(tx: int) -> dict[str, Any]:
         return tools.receipt(tx)
 
+    def schema(prefix: str | None = None, include_system: bool = False, limit: int = 100,
+               cursor: str | None = None) -> dict[str, Any]:
+        return tools.schema(prefix, include_system, limit, cursor)
+
     def explain(q: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
         return tools.explain(q, args)
 
@@ -123,6 +127,8 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
                            "Example: datoms(index=\"avet\", components=[\"person/name\"], limit=50).")
     register(receipt, READ, "The receipt of one transaction: who, when, why, and its custom facts. "
                             "Example: receipt(tx=75).")
+    register(schema, READ, "Schema discovery: attributes with declared, effective and observed types, and "
+                           "shapes, in pages. Example: schema(prefix=\"person/\").")
     register(explain, READ, "The access plan a query would follow, without evaluating it. "
                             "Example: explain(q={\"find\": [\"?e\"], \"where\": [[\"?e\", \"person/name\", \"Ada\"]]}).")
     return server

@@ -7,10 +7,11 @@ module knows nothing of it, so every rule here is testable without a client.
 
 from __future__ import annotations
 
+import base64
 import threading
 
-from fgraph.core.canonical import dumps_bytes
-from fgraph.core.errors import TooLarge, ValueTypeError
+from fgraph.core.canonical import dumps_bytes, loads
+from fgraph.core.errors import FgraphError, TooLarge, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
 
 RESPONSE_CAP = 262_144
@@ -122,6 +123,27 @@ class Tools:
                                cursor=cursor)
             return envelope(page["basis_tx"], page)  # a continued cursor keeps its own basis
 
+    def schema(self, prefix=None, include_system=False, limit=100, cursor=None) -> dict:
+        """The schema page in pages of at most ``limit`` attributes and shapes together; a cursor
+        binds its basis and the request's arguments."""
+        check_range(limit, 1, 100, "MCP schema limit must be an integer from 1 through 100")
+        arguments = {"include_system": include_system, "prefix": prefix}
+        with self.lock:
+            basis, offset = self.db.latest_tx(), 0
+            if cursor is not None:
+                basis, offset = _read_cursor(cursor, "schema-tool", arguments, self.db.latest_tx())
+            view = self.db.at(basis)
+            page = view.schema(prefix, include_system=include_system)
+            items = [("attributes", a) for a in page["attributes"]] + [("shapes", s) for s in page["shapes"]]
+            chosen = items[offset:offset + limit]
+            more = offset + limit < len(items)
+            data = {"basis_tx": view.basis, "digest": page["digest"],
+                    "attributes": [item for kind, item in chosen if kind == "attributes"],
+                    "shapes": [item for kind, item in chosen if kind == "shapes"],
+                    "next_cursor": _cursor("schema-tool", arguments, view.basis, offset + limit) if more else None,
+                    "truncated": more}
+            return envelope(view.basis, data)
+
     # -- writes ---------------------------------------------------------------
     def remember(self, by: str, operation_id: str, facts=None, text=None, source=None, key=None,
                  if_basis_tx=None) -> dict:
@@ -162,6 +184,34 @@ class Tools:
         _check_write_guards(operation_id, if_basis_tx)
         with self.lock:
             return _write_envelope(self.db.undo(tx, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+
+MAX_CURSOR = 4096
+
+
+def _cursor(resource: str, arguments: dict, basis: int, offset: int) -> str:
+    """Opaque to clients: unpadded base64url of the canonical position."""
+    raw = dumps_bytes({"arguments": arguments, "basis": basis, "offset": offset, "resource": resource})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_cursor(cursor, resource: str, arguments: dict, latest: int) -> tuple[int, int]:
+    what = resource.split("-")[0]
+    invalid = ValueTypeError(f"{what} cursor is invalid", "pass the next_cursor of the previous page unchanged")
+    if not isinstance(cursor, str) or not cursor or len(cursor) > MAX_CURSOR:
+        raise invalid
+    try:
+        position = loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, FgraphError):
+        raise invalid from None
+    if (type(position) is not dict or set(position) != {"arguments", "basis", "offset", "resource"}
+            or type(position["basis"]) is not int or type(position["offset"]) is not int
+            or not GENESIS_TX <= position["basis"] <= latest or position["offset"] < 0):
+        raise invalid
+    if position["resource"] != resource or position["arguments"] != arguments:
+        raise ValueTypeError(f"{what} cursor does not match this {what} request",
+                             "restart pagination without a cursor")
+    return position["basis"], position["offset"]
 
 
 def _bounded_query(q):
