@@ -318,6 +318,10 @@ class Db:
         return Db(self.connection, self.path, clock=self._clock, read_only=True,
                   event_factory=self._event_factory, basis=basis, query_budget=self.query_budget)
 
+    def resolve(self, ref) -> int:
+        """The id of a selector (name, id, lookup, ``{"eid": …}``) at this view's basis; NotFound if unknown."""
+        return self._reader().resolve(ref)
+
     def latest_tx(self) -> int:
         """The latest committed transaction; for a view from ``at()``, its basis."""
         return self._reader().basis

@@ -4,6 +4,8 @@ With FGRAPH_PEER set, the same calls on the published server give the same struc
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -201,12 +203,95 @@ def test_schema_pages_follow_their_cursor_at_its_basis(store):
 
 
 def test_every_tool_is_documented():
-    """docs/mcp.md names every tool the server can list, read-only and with --write."""
+    """docs/mcp.md names every tool the server can list (read-only and with --write) and every resource template."""
     from fgraph.face.mcp_server import build
     text = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
 
     async def names():
         with fgraph.connect(":memory:") as db:
             return [t.name for t in await build(db, write=True).list_tools()]
+    async def templates():
+        with fgraph.connect(":memory:") as db:
+            return [t.uri_template for t in await build(db, write=False).list_resource_templates()]
     listed = anyio.run(names)
     assert listed and all(f"| `{name}`" in text for name in listed), listed
+    uris = anyio.run(templates)
+    assert len(uris) == 5 and all(f"| `{uri}`" in text for uri in uris), uris
+
+
+def read(*uris: str, follow: bool = False):
+    """Read each URI (following next_uri when ``follow``); bodies as JSON, failures as (code, message)."""
+    async def script(session):
+        out = []
+        for uri in uris:
+            while uri:
+                try:
+                    result = await session.read_resource(uri)
+                except Exception as exc:  # noqa: BLE001 - the JSON-RPC error is the outcome
+                    error = getattr(exc, "error", None)
+                    out.append(("error", getattr(error, "code", None), getattr(error, "message", str(exc))))
+                    break
+                (content,) = result.contents
+                page = json.loads(content.text)
+                out.append(page)
+                uri = page.get("next_uri") if follow else None
+        return out
+    return script
+
+
+@pytest.fixture
+def busy_store(tmp_path):
+    """Many events, one entity with 150 values, and one event too large to share a page."""
+    path = tmp_path / "busy.db"
+    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
+        db.declare("bag/items", many=True)
+        db.transact({"id": "bag", "bag/items": list(range(150))})
+        for i in range(120):
+            db.transact({"id": f"e{i}", "e/n": i})
+        db.transact({"id": "big", "big/text": "x" * 200_000})
+        db.transact({"id": "after", "e/n": -1}, tx={"tx/note": "custom"})
+    return path
+
+
+def test_resources_page_and_chunk(busy_store):
+    pages = session_run(OURS, busy_store, read("fgraph://entity/bag", "fgraph://changes", follow=True))
+    bag = [p for p in pages if "items" in p]
+    assert [len(p["items"]) for p in bag] == [100, 50] and "at=" not in bag[0]["next_uri"]
+    changes = [p for p in pages if "events" in p]
+    assert sum(len(p["events"]) for p in changes) == 124 - 1  # every event but the oversized one
+    oversized = [p["oversized_event"] for p in changes if "oversized_event" in p]
+    assert len(oversized) == 1 and oversized[0]["bytes"] > 196_608
+    assert {p["basis_tx"] for p in changes} == {changes[0]["basis_tx"]}
+    chunks = session_run(OURS, busy_store, read(oversized[0]["uri"], follow=True))
+    payload = b"".join(base64.b64decode(c["data"]) for c in chunks)
+    assert [len(base64.b64decode(c["data"])) for c in chunks][:1] == [131_072]
+    assert hashlib.sha256(payload).hexdigest() == oversized[0]["event_hash"] and len(payload) == oversized[0]["bytes"]
+
+
+@pytest.mark.parametrize("uri", [
+    "fgraph://entity/bag?at=abc", "fgraph://tx/ada", "fgraph://tx/99999", "fgraph://changes?since=63",
+    "fgraph://changes?cursor=garbage", "fgraph://event/not-a-uuid?basis=66&digest=" + "0" * 64, "fgraph://nothing",
+])
+def test_resource_errors_are_json_rpc_errors(busy_store, uri):
+    (outcome,) = session_run(OURS, busy_store, read(uri))
+    assert outcome[0] == "error" and outcome[1] in (-32602, -32603) and outcome[2]
+
+
+@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
+def test_the_published_server_serves_the_same_resources(busy_store, tmp_path):
+    uris = ["fgraph://entity/bag", "fgraph://entity/e3?at=70", "fgraph://entity/nobody", "fgraph://tx/66",
+            "fgraph://tx/" + "0" * 8 + "-0000-4000-8000-" + "0" * 12, "fgraph://schema", "fgraph://schema?prefix=e%2F",
+            "fgraph://changes?since=300", "fgraph://tx/ada", "fgraph://changes?since=abc", "fgraph://entity/bag?at=65"]
+    copy = tmp_path / "peer.db"
+    shutil.copyfile(busy_store, copy)
+    ours = session_run(OURS, busy_store, read(*uris))
+    theirs = session_run(peer_executable(), copy, read(*uris))
+    for uri, a, b in zip(uris, ours, theirs):
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            assert isinstance(a, tuple) and isinstance(b, tuple) and a[1] == b[1], uri
+        else:
+            assert {k: v for k, v in a.items() if k != "next_uri"} == {k: v for k, v in b.items() if k != "next_uri"}, uri
+    changes_ours = session_run(OURS, busy_store, read("fgraph://changes", follow=True))
+    changes_theirs = session_run(peer_executable(), copy, read("fgraph://changes", follow=True))
+    assert [len(p["events"]) for p in changes_ours] == [len(p["events"]) for p in changes_theirs]
+    assert [p["events"] for p in changes_ours] == [p["events"] for p in changes_theirs]

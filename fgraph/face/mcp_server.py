@@ -11,6 +11,7 @@ runs the transport. stdout carries protocol messages only; diagnostics go to std
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import sys
 from typing import Any
@@ -18,11 +19,12 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 
 import fgraph
 from fgraph.core.errors import FgraphError
+from fgraph.face.mcp_resources import Resources
 from fgraph.face.mcp_tools import Tools
 
 TITLE = "fgraph temporal memory"
@@ -48,6 +50,17 @@ def _tool_errors(fn):
         except FgraphError as exc:
             raise ToolError(str(exc)) from None
     return call
+
+
+def _resource_errors(fn):
+    """A failing read is a JSON-RPC error with our message (the SDK adds the URI as data)."""
+    @functools.wraps(fn)
+    def read(*args, **kwargs):
+        try:
+            return json.dumps(fn(*args, **kwargs), indent=2, ensure_ascii=False)
+        except FgraphError as exc:
+            raise ResourceError(str(exc)) from None
+    return read
 
 
 def _by(ctx: Context) -> str:
@@ -131,7 +144,42 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
                            "shapes, in pages. Example: schema(prefix=\"person/\").")
     register(explain, READ, "The access plan a query would follow, without evaluating it. "
                             "Example: explain(q={\"find\": [\"?e\"], \"where\": [[\"?e\", \"person/name\", \"Ada\"]]}).")
+    _register_resources(server, Resources(db, tools.lock))
     return server
+
+
+def _register_resources(server: MCPServer, resources: Resources) -> None:
+    """The five templates of spec 10 §6, in the published order."""
+    def template(uri: str, name: str, description: str):
+        return server.resource(uri, name=name, description=description, mime_type="application/json")
+
+    @template("fgraph://schema{?prefix,cursor}", "fgraph schema", "The schema page: attributes and shapes, in pages.")
+    @_resource_errors
+    def schema(prefix: str | None = None, cursor: str | None = None):
+        return resources.schema(prefix, cursor)
+
+    @template("fgraph://entity/{selector}{?at,cursor}", "fgraph entity",
+              "An entity's live facts in EAVT order, 100 per page, optionally at a past basis.")
+    @_resource_errors
+    def entity(selector: str, at: str | None = None, cursor: str | None = None):
+        return resources.entity(selector, at, cursor)
+
+    @template("fgraph://tx/{selector}", "fgraph transaction", "The receipt of one transaction (first 100 custom facts).")
+    @_resource_errors
+    def tx(selector: str):
+        return resources.tx(selector)
+
+    @template("fgraph://event/{event}{?basis,offset,digest}", "fgraph event",
+              "One stored event in base64 chunks of 128 KiB, pinned to a basis and a digest.")
+    @_resource_errors
+    def event(event: str, basis: str | None = None, offset: str | None = None, digest: str | None = None):
+        return resources.event(event, basis, offset, digest)
+
+    @template("fgraph://changes{?since,cursor}", "fgraph changes",
+              "Committed events after since, in pages of at most 100 events and 192 KiB.")
+    @_resource_errors
+    def changes(since: str | None = None, cursor: str | None = None):
+        return resources.changes(since, cursor)
 
 
 def serve(db, *, write: bool, embed=None) -> None:
