@@ -295,3 +295,48 @@ def test_the_published_server_serves_the_same_resources(busy_store, tmp_path):
     changes_theirs = session_run(peer_executable(), copy, read("fgraph://changes", follow=True))
     assert [len(p["events"]) for p in changes_ours] == [len(p["events"]) for p in changes_theirs]
     assert [p["events"] for p in changes_ours] == [p["events"] for p in changes_theirs]
+
+
+PROTOCOL_LINES = [
+    '{"jsonrpc":"2.0","id":0,"method":"tools/list"}', 'garbage {', '[{"jsonrpc":"2.0","id":9,"method":"ping"}]',
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},'
+    '"clientInfo":{"name":"probe","version":"1"}}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}', '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"x"}}',
+    '{"jsonrpc":"2.0","id":4,"method":"resources/list"}',
+    '{"jsonrpc":"2.0","id":5,"method":"completion/complete","params":{}}',
+    '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"about","arguments":[1]}}',
+    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"about","arguments":{"entity":"ada","depth":"x"}}}',
+    '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"about","arguments":{"entity":"ada"}}}',
+]
+
+
+def _protocol_outcomes(executable: str, path) -> list:
+    """Raw JSON-RPC lines in, every stdout line must be JSON-RPC; (id, error code or result kind) out."""
+    import subprocess
+    import time
+    proc = subprocess.Popen([executable, "--db", str(path), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=_env())
+    proc.stdin.write(("\n".join(PROTOCOL_LINES) + "\n").encode())
+    proc.stdin.flush()
+    replies, deadline = [], time.monotonic() + 60
+    while len(replies) < 9 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        replies.append(json.loads(line))  # anything but JSON-RPC on stdout fails here
+    proc.stdin.close()
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0  # end of stdin ends the server cleanly
+    return sorted((r["id"], r["error"]["code"] if "error" in r else
+                   ("tool error" if r["result"].get("isError") else "ok")) for r in replies)
+
+
+def test_protocol_edges_keep_the_server_serving(store):
+    outcomes = _protocol_outcomes(OURS, store)
+    assert outcomes == [(0, -32602), (1, "ok"), (2, "ok"), (3, 0), (4, "ok"), (5, -32602), (6, -32602),
+                        (7, "tool error"), (8, "ok")]
+    if peer_executable():
+        copy = store.parent / "peer-protocol.db"
+        shutil.copyfile(store, copy)
+        assert _protocol_outcomes(peer_executable(), copy) == outcomes
