@@ -340,3 +340,42 @@ def test_protocol_edges_keep_the_server_serving(store):
         copy = store.parent / "peer-protocol.db"
         shutil.copyfile(store, copy)
         assert _protocol_outcomes(peer_executable(), copy) == outcomes
+
+
+EMBEDDER = """import json, sys
+counts = [0, 0, 0, 0]
+for ch in sys.stdin.read():
+    counts[ord(ch) % 4] += 1
+print(json.dumps(counts))
+"""
+
+
+def _embed_session(executable: str, path, embedder: str):
+    async def script(session):
+        before = await session.call_tool("recall", {"query": "vim"})
+        stored = await session.call_tool("remember", {"text": "Grace prefers emacs", "key": "note-2",
+                                                      "operation_id": "e-1"})
+        after = await session.call_tool("recall", {"query": "prefers", "k": 2})
+        facts_only = await session.call_tool("remember", {"facts": {"id": "x", "x/n": 1}, "operation_id": "e-2"})
+        return [(r.is_error, r.structured_content if not r.is_error else r.content[0].text.split(":")[0])
+                for r in (before, stored, after, facts_only)]
+    return session_run(executable, path, script, "--write", "--embed-cmd", json.dumps([sys.executable, embedder]))
+
+
+def test_embed_cmd_feeds_remember_and_recall(store, tmp_path):
+    embedder = tmp_path / "embed.py"
+    embedder.write_text(EMBEDDER)
+    copy = tmp_path / "peer-embed.db"
+    shutil.copyfile(store, copy)
+    ours = _embed_session(OURS, store, str(embedder))
+    stored = ours[1][1]["data"]
+    counts = [0, 0, 0, 0]
+    for ch in "Grace prefers emacs":
+        counts[ord(ch) % 4] += 1
+    assert any(f["a"] == "memory/embedding" and f["v"] == {"vector": counts} for f in stored["asserted"])
+    assert ours[0][0] is True  # recall before any embedding exists: the vector attribute is not there yet
+    hits = ours[2][1]["data"]["hits"]
+    assert hits[0]["entity"] == "note-2" and [m["a"] for m in hits[0]["matched"]] == ["memory/text", "memory/embedding"]
+    assert not any(f["a"] == "memory/embedding" for f in ours[3][1]["data"]["asserted"])
+    if peer_executable():
+        assert _embed_session(peer_executable(), copy, str(embedder)) == ours
