@@ -165,7 +165,8 @@ def test_forget_with_a_value_but_no_attribute_is_refused_before_writing(store):
 @pytest.mark.parametrize(("name", "arguments"), [
     ("about", {"entity": "ada"}), ("about", {"entity": "ada", "depth": 2}), ("about", {"entity": "grace"}),
     ("why", {"entity": "ada"}), ("why", {"entity": "ada", "limit": 1}), ("history", {"entity": "ada"}),
-    ("history", {"entity": "ada", "attribute": "person/born"}), ("receipt", {"tx": 66}), ("receipt", {"tx": 64}),
+    ("history", {"entity": "ada", "attribute": "person/born"}), ("receipt", {"tx": 68}), ("receipt", {"tx": 64}),
+    ("receipt", {"tx": 66}),
     ("recall", {"query": "vim"}), ("about", {"entity": 65}), ("about", {"entity": "65"}),
     ("query", {"q": NAMES}), ("query", {"q": dict(NAMES, limit=0)}), ("query", {"q": dict(NAMES, limit=1001)}),
     ("query", {"q": dict(NAMES, limit="5")}), ("query", {"q": {"find": ["?x"]}}),
@@ -379,3 +380,69 @@ def test_embed_cmd_feeds_remember_and_recall(store, tmp_path):
     assert not any(f["a"] == "memory/embedding" for f in ours[3][1]["data"]["asserted"])
     if peer_executable():
         assert _embed_session(peer_executable(), copy, str(embedder)) == ours
+
+
+def _server_rss_kib() -> int:
+    """VmRSS of the ``fgraph ... mcp`` child of this test process (Linux /proc)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+        if ppid == os.getpid() and b"mcp" in cmdline:
+            return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+    raise AssertionError("the mcp server process was not found")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to read the server's RSS")
+def test_a_thousand_mixed_calls_beside_a_writer_hold_flat_memory(store):
+    import subprocess
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, fgraph\n"
+        "db = fgraph.connect(sys.argv[1])\n"
+        "for i in range(300):\n"
+        "    db.transact({'id': f'w{i % 20}', 'w/n': i, 'w/text': f'written note {i}'})\n"
+        "    time.sleep(0.01)\n"), str(store)])
+    calls = [("about", {"entity": "ada"}), ("why", {"entity": "ada"}), ("history", {"entity": "ada", "limit": 5}),
+             ("recall", {"query": "note"}), ("query", {"q": NAMES}), ("datoms", {"limit": 20}),
+             ("schema", {"limit": 10}), ("receipt", {"tx": 64}), ("about", {"entity": "nobody"}),
+             ("explain", {"q": NAMES})]
+
+    async def script(session):
+        errors, sizes = 0, []
+        for round_ in range(100):
+            for name, arguments in calls:
+                result = await session.call_tool(name, arguments)
+                errors += result.is_error and name != "about"
+            if round_ in (10, 99):
+                sizes.append(_server_rss_kib())
+        page = await session.read_resource("fgraph://changes")
+        return errors, sizes, json.loads(page.contents[0].text)["basis_tx"]
+    try:
+        errors, (early, late), _ = session_run(OURS, store, script)
+    finally:
+        writer.wait(timeout=120)
+    assert errors == 0
+    assert late - early < 16 * 1024, f"server RSS grew from {early} KiB to {late} KiB over 900 calls"
+
+
+def test_later_pages_keep_the_first_pages_basis_while_another_process_writes(tmp_path):
+    path = tmp_path / "pages.db"
+    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
+        for i in range(150):
+            db.transact({"id": f"p{i}", "p/n": i})
+
+    async def script(session):
+        first = json.loads((await session.read_resource("fgraph://changes")).contents[0].text)
+        with fgraph.connect(str(path)) as other:
+            other.transact({"id": "late", "p/n": -1})
+        second = json.loads((await session.read_resource(first["next_uri"])).contents[0].text)
+        fresh = json.loads((await session.read_resource("fgraph://changes?since=64")).contents[0].text)
+        return first, second, fresh
+    first, second, fresh = session_run(OURS, path, script)
+    assert second["basis_tx"] == first["basis_tx"] < fresh["basis_tx"]
+    assert len(first["events"]) + len(second["events"]) == 150 and "next_uri" not in second
