@@ -161,8 +161,7 @@ def test_forget_with_a_value_but_no_attribute_is_refused_before_writing(store):
         assert db.latest_tx() == 74 and db.entity("ada")["person/born"] == 1816
 
 
-@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
-@pytest.mark.parametrize(("name", "arguments"), [
+INTEROP_CALLS = [
     ("about", {"entity": "ada"}), ("about", {"entity": "ada", "depth": 2}), ("about", {"entity": "grace"}),
     ("why", {"entity": "ada"}), ("why", {"entity": "ada", "limit": 1}), ("history", {"entity": "ada"}),
     ("history", {"entity": "ada", "attribute": "person/born"}), ("receipt", {"tx": 68}), ("receipt", {"tx": 64}),
@@ -174,13 +173,26 @@ def test_forget_with_a_value_but_no_attribute_is_refused_before_writing(store):
     ("datoms", {"index": "avet", "components": ["person/born"]}), ("explain", {"q": NAMES}),
     ("schema", {}), ("schema", {"limit": 2}), ("schema", {"prefix": "person/", "limit": 1}), ("schema", {"limit": 0}),
     ("schema", {"include_system": True, "limit": 5}), ("schema", {"cursor": "garbage"}),
-])
-def test_the_published_server_gives_the_same_data(store, tmp_path, name, arguments):
+]
+
+
+@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
+def test_the_published_server_gives_the_same_data(store, tmp_path):
+    """Every call of INTEROP_CALLS in one session per runtime: the same error flag and the same
+    structured data (the envelope and ``data``)."""
     copy = tmp_path / "peer.db"
     shutil.copyfile(store, copy)
-    ours = session_run(OURS, store, call(name, **arguments))
-    theirs = session_run(peer_executable(), copy, call(name, **arguments))
-    assert ours[0] == theirs[0] and ours[1] == theirs[1]
+
+    async def script(session):
+        out = []
+        for name, arguments in INTEROP_CALLS:
+            result = await session.call_tool(name, arguments)
+            out.append((name, arguments, result.is_error, result.structured_content))
+        return out
+    ours, theirs = session_run(OURS, store, script), session_run(peer_executable(), copy, script)
+    assert [o for o in ours if o[2] is False]
+    for a, b in zip(ours, theirs):
+        assert a == b, a[:2]
 
 
 def test_schema_pages_follow_their_cursor_at_its_basis(store):
