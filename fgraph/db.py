@@ -25,7 +25,7 @@ from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
 from fgraph.core.mappings import TxReport
 from fgraph.query import ask as _ask, datoms as _datoms, manifest as _manifest, pull as _pull, schema as _schema
-from fgraph.query import search as _search
+from fgraph.query import context as _context, search as _search
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -263,6 +263,10 @@ class Db:
                        vector_attribute=vector_attribute, text_attributes=text_attributes)
         return _search.search(self.connection, self._reader, historical=self.basis is not None, budget=self.query_budget,
                               options=options)
+
+    def context(self, since=None, budget: int = _context.DEFAULT_BUDGET) -> dict:
+        """The changes after ``since`` rendered for a prompt, newest first, within ``budget`` characters."""
+        return _context.context(self._reader(), since, budget)
 
     def schema(self, prefix=None, *, include_system: bool = False) -> dict:
         """The schema page at this view's basis: attributes, shapes and their digest (spec 13 §11)."""

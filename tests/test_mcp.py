@@ -24,7 +24,8 @@ import fgraph  # noqa: E402
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable  # noqa: E402
 
 OURS = str(Path(sys.executable).parent / "fgraph")
-READ_TOOLS = ["recall", "about", "why", "history", "query", "datoms", "receipt", "schema", "explain"]
+# the published nine in their order, then ours: context (issue 14 item 5)
+READ_TOOLS = ["recall", "about", "why", "history", "query", "datoms", "receipt", "schema", "explain", "context"]
 NAMES = {"find": ["?n"], "where": [["?e", "person/name", "?n"]]}
 
 
@@ -229,7 +230,7 @@ def test_every_tool_is_documented():
     listed = anyio.run(names)
     assert listed and all(f"| `{name}`" in text for name in listed), listed
     uris = anyio.run(templates)
-    assert len(uris) == 5 and all(f"| `{uri}`" in text for uri in uris), uris
+    assert len(uris) == 6 and all(f"| `{uri}`" in text for uri in uris), uris
 
 
 def read(*uris: str, follow: bool = False):

@@ -149,3 +149,13 @@ def shape(ctx, name, required, allowed, closed, open_, operation_id, if_basis_tx
 def validate(ctx, ref):
     """Check one entity against its shape; exits 0 even when it is invalid."""
     _run(ctx, RO, lambda db: db.validate(_ref(ref)))
+
+
+@cli.command()
+@common_options
+@click.option("--since", metavar="TX", help="Only changes after this transaction id or time [default: all].")
+@click.option("--budget", type=int, default=4000, show_default=True, help="Characters of text at most (100-100000).")
+@click.pass_context
+def context(ctx, since, budget):
+    """Render the most recent changes for a prompt: who, where, when and which facts."""
+    _run(ctx, RO, lambda db: db.context(None if since is None else _ref(since), budget))

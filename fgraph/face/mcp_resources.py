@@ -189,6 +189,14 @@ class Resources:
             return body(out)
 
 
+    # -- context ------------------------------------------------------------------------
+    def context(self, since=None, budget=None) -> dict:
+        with self.lock:
+            view = self.db.at(self.db.latest_tx())
+            limit = 4000 if budget is None else _decimal(budget, "context budget")
+            return body(view.context(None if since is None else _time(since), limit))
+
+
 def _time(at: str):
     return int(at) if DIGITS.match(at) else at
 

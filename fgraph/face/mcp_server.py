@@ -127,6 +127,9 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
     def explain(q: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
         return tools.explain(q, args)
 
+    def context(since: int | str | None = None, budget: int = 4000) -> dict[str, Any]:
+        return tools.context(since, budget)
+
     register(recall, READ, "Ranked retrieval of text memories (keyword, and vector with --embed-cmd). "
                            "Example: recall(query=\"editor preferences\", k=5).")
     register(about, READ, "An entity's current facts. Example: about(entity=\"ada\").")
@@ -144,6 +147,8 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
                            "shapes, in pages. Example: schema(prefix=\"person/\").")
     register(explain, READ, "The access plan a query would follow, without evaluating it. "
                             "Example: explain(q={\"find\": [\"?e\"], \"where\": [[\"?e\", \"person/name\", \"Ada\"]]}).")
+    register(context, READ, "The most recent changes rendered for a prompt, newest first, with who, where and "
+                            "when, within a character budget. Example: context(since=120, budget=2000).")
     _register_resources(server, Resources(db, tools.lock))
     return server
 
@@ -180,6 +185,12 @@ def _register_resources(server: MCPServer, resources: Resources) -> None:
     @_resource_errors
     def changes(since: str | None = None, cursor: str | None = None):
         return resources.changes(since, cursor)
+
+    @template("fgraph://context{?since,budget}", "fgraph context",
+              "The most recent changes rendered for a prompt within a character budget (this runtime's).")
+    @_resource_errors
+    def context(since: str | None = None, budget: str | None = None):
+        return resources.context(since, budget)
 
 
 def serve(db, *, write: bool, embed=None) -> None:

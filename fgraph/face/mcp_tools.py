@@ -144,6 +144,12 @@ class Tools:
                     "truncated": more}
             return envelope(view.basis, data)
 
+    def context(self, since=None, budget: int = 4000) -> dict:
+        with self.lock:
+            view = self._pinned()
+            rendered = view.context(since, budget)
+            return envelope(view.basis, rendered)
+
     # -- writes ---------------------------------------------------------------
     def remember(self, by: str, operation_id: str, facts=None, text=None, source=None, key=None,
                  if_basis_tx=None) -> dict:
