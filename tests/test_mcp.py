@@ -162,35 +162,30 @@ def test_forget_with_a_value_but_no_attribute_is_refused_before_writing(store):
         assert db.latest_tx() == 74 and db.entity("ada")["person/born"] == 1816
 
 
-INTEROP_CALLS = [
-    ("about", {"entity": "ada"}), ("about", {"entity": "ada", "depth": 2}), ("about", {"entity": "grace"}),
-    ("why", {"entity": "ada"}), ("why", {"entity": "ada", "limit": 1}), ("history", {"entity": "ada"}),
-    ("history", {"entity": "ada", "attribute": "person/born"}), ("receipt", {"tx": 68}), ("receipt", {"tx": 64}),
-    ("receipt", {"tx": 66}),
-    ("recall", {"query": "vim"}), ("about", {"entity": 65}), ("about", {"entity": "65"}),
-    ("query", {"q": NAMES}), ("query", {"q": dict(NAMES, limit=0)}), ("query", {"q": dict(NAMES, limit=1001)}),
-    ("query", {"q": dict(NAMES, limit="5")}), ("query", {"q": {"find": ["?x"]}}),
-    ("datoms", {"index": "eavt", "components": ["ada"], "limit": 2}), ("datoms", {"limit": 101}),
-    ("datoms", {"index": "avet", "components": ["person/born"]}), ("explain", {"q": NAMES}),
-    ("schema", {}), ("schema", {"limit": 2}), ("schema", {"prefix": "person/", "limit": 1}), ("schema", {"limit": 0}),
-    ("schema", {"include_system": True, "limit": 5}), ("schema", {"cursor": "garbage"}),
-]
+INTEROP = json.loads((Path(__file__).resolve().parent.parent / "conformance" / "mcp" / "interop.json").read_text())
 
 
 @pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
 def test_the_published_server_gives_the_same_data(store, tmp_path):
-    """Every call of INTEROP_CALLS in one session per runtime: the same error flag and the same
-    structured data (the envelope and ``data``)."""
+    """Every call and read of conformance/mcp/interop.json in one session per runtime: the same
+    error flag and structured data per call, the same body or error code per read."""
     copy = tmp_path / "peer.db"
     shutil.copyfile(store, copy)
 
     async def script(session):
         out = []
-        for name, arguments in INTEROP_CALLS:
+        for name, arguments in INTEROP["calls"]:
             result = await session.call_tool(name, arguments)
             out.append((name, arguments, result.is_error, result.structured_content))
+        for uri in INTEROP["resources"]:
+            try:
+                page = json.loads((await session.read_resource(uri)).contents[0].text)
+                out.append((uri, page.pop("next_uri", None) is not None, page))
+            except Exception as exc:  # noqa: BLE001 - the JSON-RPC error code is the outcome
+                out.append((uri, "error", getattr(getattr(exc, "error", None), "code", None)))
         return out
     ours, theirs = session_run(OURS, store, script), session_run(peer_executable(), copy, script)
+    assert len(ours) == len(INTEROP["calls"]) + len(INTEROP["resources"]) == len(theirs)
     assert [o for o in ours if o[2] is False]
     for a, b in zip(ours, theirs):
         assert a == b, a[:2]
