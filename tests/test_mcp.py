@@ -454,3 +454,45 @@ def test_later_pages_keep_the_first_pages_basis_while_another_process_writes(tmp
     first, second, fresh = session_run(OURS, path, script)
     assert second["basis_tx"] == first["basis_tx"] < fresh["basis_tx"]
     assert len(first["events"]) + len(second["events"]) == 150 and "next_uri" not in second
+
+
+def test_undo_and_forget_through_the_client(store):
+    async def script(session):
+        forgot = await session.call_tool("forget", {"entity": "ada", "attribute": "person/born", "value": 1816,
+                                                    "operation_id": "f-1", "if_basis_tx": 74})
+        tx = forgot.structured_content["data"]["tx"]
+        stale = await session.call_tool("undo", {"tx": tx, "operation_id": "u-1", "if_basis_tx": 74})
+        undone = await session.call_tool("undo", {"tx": tx, "operation_id": "u-1", "if_basis_tx": tx})
+        retried = await session.call_tool("undo", {"tx": tx, "operation_id": "u-1", "if_basis_tx": tx})
+        genesis = await session.call_tool("undo", {"tx": 64, "operation_id": "u-2", "if_basis_tx": tx})
+        about = await session.call_tool("about", {"entity": "ada"})
+        return forgot, stale, undone, retried, genesis, about
+    forgot, stale, undone, retried, genesis, about = session_run(OURS, store, script, "--write")
+    assert [f["v"] for f in forgot.structured_content["data"]["retracted"]] == [1816]
+    assert stale.is_error and "stale" in stale.content[0].text
+    assert undone.structured_content["data"]["status"] == "applied"
+    assert retried.structured_content["data"]["status"] == "already_applied"
+    assert genesis.is_error
+    assert about.structured_content["data"]["person/born"] == 1816
+
+
+def test_a_client_that_disconnects_mid_call_ends_the_server_cleanly(store):
+    import subprocess
+    proc = subprocess.Popen([OURS, "--db", str(store), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env())
+    lines = [PROTOCOL_LINES[3], PROTOCOL_LINES[4],
+             '{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"history","arguments":{"entity":"ada"}}}']
+    out, err = proc.communicate(("\n".join(lines) + "\n").encode(), timeout=60)  # stdin closes at once
+    assert proc.returncode == 0
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in out.splitlines())
+    assert b"Traceback" not in err
+
+
+def test_oversized_arguments_are_errors_and_the_server_keeps_serving(store):
+    async def script(session):
+        huge = await session.call_tool("about", {"entity": "x" * 2_000_000})
+        deep = await session.call_tool("query", {"q": {"find": ["?e"], "where": [["?e", "a/b", {"json": [[[[[[]]]]]]}]]}})
+        long_text = await session.call_tool("remember", {"text": "y" * 2_000_000, "operation_id": "big"})
+        after = await session.call_tool("about", {"entity": "ada"})
+        return huge.is_error, deep.is_error, long_text.is_error, after.is_error
+    assert session_run(OURS, store, script, "--write") == (True, False, True, False)
