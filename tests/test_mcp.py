@@ -496,3 +496,15 @@ def test_oversized_arguments_are_errors_and_the_server_keeps_serving(store):
         after = await session.call_tool("about", {"entity": "ada"})
         return huge.is_error, deep.is_error, long_text.is_error, after.is_error
     assert session_run(OURS, store, script, "--write") == (True, False, True, False)
+
+
+def test_the_schema_resource_pages_at_one_basis(tmp_path):
+    path = tmp_path / "wide.db"
+    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
+        db.transact([{"id": f"a/{i:03d}", "fgraph/type": "int"} for i in range(130)])
+        db.declare_shape("shape/wide", required=["a/000"])
+    pages = session_run(OURS, path, read("fgraph://schema?prefix=a%2F", "fgraph://schema", follow=True))
+    # shapes are listed whatever the prefix, as the published runtime does
+    assert [len(p["attributes"]) + len(p["shapes"]) for p in pages] == [100, 31, 100, 32]
+    assert "prefix=a%2F" in pages[0]["next_uri"] and {p["basis_tx"] for p in pages} == {pages[0]["basis_tx"]}
+    assert pages[-1]["shapes"][0]["name"] == "shape/wide" and pages[0]["digest"] == pages[1]["digest"]
