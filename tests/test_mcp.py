@@ -176,7 +176,9 @@ def test_the_published_server_gives_the_same_data(store, tmp_path):
         out = []
         for name, arguments in INTEROP["calls"]:
             result = await session.call_tool(name, arguments)
-            out.append((name, arguments, result.is_error, result.structured_content))
+            # an error's wording is each runtime's own (spec 10 §3.2); its prefix is the SDK's
+            said = result.content[0].text.split(": ")[0] if result.is_error else None
+            out.append((name, arguments, result.is_error, result.structured_content, said))
         for uri in INTEROP["resources"]:
             try:
                 page = json.loads((await session.read_resource(uri)).contents[0].text)
