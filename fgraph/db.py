@@ -61,9 +61,9 @@ class Db:
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
         """Close the connection; the Db cannot be used afterwards."""
-        if self._owns_connection and self.connection is not None:
-            self.connection.close()
-        self.connection = None
+        conn, self.connection = self.connection, None
+        if self._owns_connection and conn is not None:
+            connection.close_connection(conn)
 
     def __enter__(self) -> "Db":
         return self

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from fgraph.face import ingest
+from fgraph.face import data_source, ingest
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import Conflict, FormatError, TooLarge, ValueTypeError
 from tests.conftest import stepping_clock
@@ -51,7 +51,7 @@ def test_at_path_reads_the_file_keeping_line_ends(tmp_path):
 
 
 def test_at_path_decodes_characters_split_across_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(ingest, "READ_CHUNK", 3)
+    monkeypatch.setattr(data_source, "READ_CHUNK", 3)
     text = '{"p/s":"Ådä ✓ 𝄞"}'
     path = tmp_path / "in.json"
     path.write_text(text, encoding="utf-8")

@@ -14,6 +14,7 @@ import pytest
 
 import fgraph
 from fgraph.core import layout
+from fgraph.core.connection import open_connection
 from tests.conftest import REPO, SHARED, stepping_clock
 
 SPEC_FORMAT = SHARED / "spec" / "01-format.md"
@@ -251,3 +252,38 @@ def test_whitespace_and_case_runs_are_not_drift(store):
     objects = [(k, n, re.sub(r" ", "\n\t  ", s).upper() if n == "fgraph_txin" else s)
                for k, n, s in required_objects(store)]
     layout.validate_objects(objects, str(store))
+
+
+class _GenesisBetweenReads:
+    """A connection whose first marker read lets another process commit genesis (defect 15.2)."""
+
+    def __init__(self, conn, path):
+        self._conn, self._path, self._fired = conn, path, False
+
+    def getautocommit(self):
+        return self._conn.getautocommit()
+
+    def execute(self, sql, *args):
+        cursor = self._conn.execute(sql, *args)
+        if "application_id" in sql and not self._fired:
+            self._fired = True
+            rows = cursor.fetchall()
+            open_connection(self._path).close()  # the other process: genesis, committed
+            return _Rows(rows)
+        return cursor
+
+
+class _Rows(list):
+    def fetchall(self):
+        return list(self)
+
+
+def test_classify_reads_markers_and_objects_as_of_one_instant(tmp_path):
+    path = str(tmp_path / "new.db")
+    conn = apsw.Connection(path)
+    conn.execute("PRAGMA journal_mode = WAL")  # a new file the first writer has switched to WAL
+    try:
+        assert layout.classify(_GenesisBetweenReads(conn, path), path) == layout.EMPTY
+        assert layout.classify(conn, path) == layout.FGRAPH
+    finally:
+        conn.close()

@@ -250,7 +250,11 @@ def _strict(s: str):
             "correct the JSON syntax") from None
     except RecursionError:
         raise _too_deep() from None
-    except ValueError as exc:  # e.g. an integer with more than 4300 digits
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's own limit, with advice meant for programmers
+            raise ValueTypeError("invalid JSON (an integer has more than 4300 digits)",
+                                 f"integers must fit in int64 ({INT64_MIN}..{INT64_MAX}); "
+                                 "write larger numbers as text") from None
         raise ValueTypeError(f"invalid JSON ({exc})", "correct the JSON value") from None
 
 

@@ -8,6 +8,7 @@ queries first and never written to.
 from __future__ import annotations
 
 import os
+import stat
 import urllib.parse
 
 import apsw
@@ -15,6 +16,7 @@ import apsw
 from fgraph.core import layout
 from fgraph.core.errors import FormatError, NotFound, ReadOnly
 from fgraph.core.limits import MEMORY
+from fgraph.core.sqlite_errors import translate
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -93,6 +95,40 @@ def check_path(path: object) -> str:
     return text
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, or None for a regular file."""
+    for test, what in _KINDS:
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def refuse_special_files(path: str) -> None:
+    """Only regular files (or a missing path) may be opened: SQLite blocks forever reading a FIFO,
+    and next to /dev/null it would create /dev/null-journal. Sidecars are held to the same rule."""
+    for candidate, role in ((path, "database"), (path + "-wal", "WAL file"), (path + "-shm", "shared-memory file"),
+                            (path + "-journal", "journal")):
+        try:
+            mode = os.stat(candidate).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise FormatError(f"cannot examine {candidate!r}: {exc.strerror}",
+                              "check the path and the permissions of its directories") from None
+        what = _kind(mode)
+        if what is None:
+            continue
+        if role == "database":
+            hint = "pass a file path" if stat.S_ISDIR(mode) else "point --db at an fgraph database file or a new path"
+            raise FormatError(f"{path!r} is {what}, not a database file", hint)
+        raise FormatError(f"the {role} {candidate!r} of database {path!r} is {what}",
+                          "remove it (SQLite recreates its sidecar files) or use another database path")
+
+
 def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -> apsw.Connection:
     """Open, classify and configure a connection; initialise a new writable file.
 
@@ -104,8 +140,8 @@ def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -
                        "open it writable, or use a file path")
     if read_only and not os.path.exists(path):
         raise NotFound(f"database {path!r} does not exist", "check the path, or run `fgraph init` first")
-    if os.path.isdir(path):
-        raise FormatError(f"{path!r} is a directory, not a database file", "pass a file path")
+    if path != MEMORY:
+        refuse_special_files(path)
     try:
         conn = _connect_raw(path, read_only)
     except apsw.CantOpenError as exc:
@@ -130,6 +166,22 @@ def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -
         if state == layout.EMPTY:
             layout.initialize(conn, path, genesis_clock)
         return conn
-    except BaseException:
+    except BaseException as exc:
         conn.close()
+        typed = translate(exc, writing=not read_only)
+        if typed is not None:
+            raise type(typed)(f"{path!r}: {typed.message}", typed.hint) from None
         raise
+
+
+def close_connection(conn: apsw.Connection) -> None:
+    """Close; a failure (the disk went away, a final checkpoint could not write) is reported as
+    its typed error after the handle is released anyway: nothing committed depends on it."""
+    try:
+        conn.close()
+    except apsw.Error as exc:
+        conn.close(True)
+        typed = translate(exc)
+        if typed is None:
+            raise
+        raise type(typed)(f"closing the database: {typed.message}", typed.hint) from None

@@ -57,15 +57,7 @@ def _not_ours(path: str, why: str, hint: str) -> FormatError:
 
 def classify(conn: apsw.Connection, path: str) -> str:
     """EMPTY or FGRAPH; anything else raises FormatError without writing."""
-    try:
-        app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
-        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-        objects = conn.execute("SELECT type, name, sql FROM sqlite_schema").fetchall()
-    except (apsw.NotADBError, apsw.CorruptError) as exc:
-        raise _not_ours(path, f"not a SQLite database ({exc})",
-                        "point --db at an fgraph file, or at a new path to create one") from None
-    except apsw.Error as exc:
-        raise _not_ours(path, f"SQLite could not read it ({exc})", "check the file and try again") from None
+    app_id, version, objects = _read_markers(conn, path)
     if (app_id, version) == (0, 0):
         if objects:
             raise _not_ours(path, "it already holds tables of another application",
@@ -76,6 +68,24 @@ def classify(conn: apsw.Connection, path: str) -> str:
                         "only format-v2 files (application_id 1718055521, user_version 2) can be opened")
     validate_objects(objects, path)
     return FGRAPH
+
+
+def _read_markers(conn: apsw.Connection, path: str):
+    """The markers and the objects as of one instant: read apart, a genesis committed by another
+    process between the reads looks like tables of another application (a lost first write)."""
+    from fgraph.core.txn import read_transaction
+
+    with read_transaction(conn):
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
+            version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+            objects = conn.execute("SELECT type, name, sql FROM sqlite_schema").fetchall()
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            raise _not_ours(path, f"not a SQLite database ({exc})",
+                            "point --db at an fgraph file, or at a new path to create one") from None
+        except apsw.Error as exc:
+            raise _not_ours(path, f"SQLite could not read it ({exc})", "check the file and try again") from None
+    return app_id, version, objects
 
 
 def validate_objects(objects, path: str) -> None:

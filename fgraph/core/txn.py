@@ -21,6 +21,7 @@ import apsw
 
 from fgraph.core.errors import Conflict
 from fgraph.core.rows import Rows
+from fgraph.core.sqlite_errors import translate
 
 
 class WriteTransaction:
@@ -106,12 +107,26 @@ def write_transaction(conn: apsw.Connection, *caches) -> Iterator[WriteTransacti
         yield handle
         if not conn.getautocommit():
             conn.execute("ROLLBACK" if handle.discarded else "COMMIT")
-    except BaseException:
+    except BaseException as exc:
         for cache in caches:
             cache.clear()
-        if not conn.getautocommit():
-            conn.execute("ROLLBACK")
+        _roll_back(conn)
+        typed = translate(exc, writing=True)
+        if typed is not None:
+            raise typed from None
         raise
+
+
+def _roll_back(conn: apsw.Connection) -> None:
+    """ROLLBACK unless SQLite already did (it does after some I/O and full-disk failures). A
+    rollback that fails itself leaves the hot journal or WAL frames that SQLite discards on
+    the next open, so the original error is the one worth reporting."""
+    if conn.getautocommit():
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except apsw.Error:
+        pass
 
 
 @contextlib.contextmanager
@@ -126,10 +141,14 @@ def read_transaction(conn: apsw.Connection) -> Iterator[None]:
         conn.execute("BEGIN")
     try:
         yield
+    except apsw.Error as exc:
+        typed = translate(exc)
+        if typed is not None:
+            raise typed from None
+        raise
     finally:
         if own and not conn.getautocommit():
             try:
                 conn.execute("COMMIT")
             except apsw.Error:
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
+                _roll_back(conn)

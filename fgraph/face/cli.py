@@ -36,8 +36,10 @@ import click
 import fgraph
 from fgraph.face import cli_questions
 from fgraph.face import ingest
+from fgraph.face.data_source import open_data
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import FgraphError
+from fgraph.core.sqlite_errors import translate
 from fgraph.core.limits import GENESIS_TX
 from fgraph.db import connect
 from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
@@ -86,9 +88,10 @@ def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
         raise click.UsageError("choose --operation-id for one transaction or --operation-id-prefix for batches", ctx)
     if operation_id_prefix is not None and batch_size is None:
         raise click.UsageError("--operation-id-prefix requires --batch-size", ctx)
-    job = ingest.prepare(ingest.read_data_argument(data, sys.stdin), operation_id=operation_id,
-                         operation_id_prefix=operation_id_prefix, batch_size=batch_size, if_basis_tx=if_basis_tx)
-    _run(ctx, RW, lambda db: ingest.add(db, job))
+    with open_data(data, sys.stdin) as source:
+        job = ingest.prepare(source, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
+                             batch_size=batch_size, if_basis_tx=if_basis_tx)
+        _run(ctx, RW, lambda db: ingest.add(db, job))
 
 
 @cli.command()
@@ -380,6 +383,10 @@ def run(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, click.Abort):
         return EXIT_INTERRUPT
     except Exception as exc:
+        typed = translate(exc)
+        if typed is not None:
+            _error_line(f"{typed.name}: {typed}")
+            return EXIT_ERROR
         if os.environ.get("FGRAPH_DEBUG") == "1":
             raise
         _error_line(f"Error: internal error: {exc!r:.500}; please report it")

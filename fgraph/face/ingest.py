@@ -15,67 +15,27 @@ into text.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 from fgraph.core.canonical import loads
 from fgraph.core.errors import FgraphError, FormatError, ValueTypeError
+from fgraph.face.data_source import DataSource, read_bounded_text, text_lines
 
 MAX_BATCH_SIZE = 10000
-READ_CHUNK = 1 << 20
 INPUT_HINT = "provide JSON inline, via @file, or on stdin with '-'"
 
 
 # ----------------------------------------------------------------- reading DATA
 
 def read_data_argument(arg: str, stdin: IO) -> str:
-    """The text of DATA: ``-`` reads ``stdin``, ``@path`` a UTF-8 file, anything else is the text itself."""
-    if arg == "-":
-        return _read_stdin(stdin)
-    if arg.startswith("@"):
-        return read_text_file(arg[1:])
-    return arg
+    """The text of DATA: ``-`` reads ``stdin``, ``@path`` a UTF-8 file, anything else is the text itself.
 
-
-def read_text_file(path: str) -> str:
-    """A whole UTF-8 file, read in chunks; unreadable or not UTF-8 ⇒ FormatError.
-
-    Line ends are kept as they are (no universal-newline translation): records
-    are split on LF only and a CR is ordinary JSON whitespace.
+    Line ends are kept as they are (no universal-newline translation): records are split on LF
+    only and a CR is ordinary JSON whitespace. Over the document cap ⇒ TooLarge while reading.
     """
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    parts: list[str] = []
-    offset = 0
-    try:
-        with open(path or ".", "rb") as handle:
-            while chunk := handle.read(READ_CHUNK):
-                parts.append(decoder.decode(chunk))
-                offset += len(chunk)
-            parts.append(decoder.decode(b"", final=True))
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"input file {path!r} is not valid UTF-8 (byte {offset + exc.start})",
-                          "save the file as UTF-8") from None
-    except OSError as exc:
-        raise FormatError(f"input file {path!r} cannot be read ({exc.strerror or exc})",
-                          "check the path and its permissions") from None
-    return "".join(parts)
-
-
-def _read_stdin(stdin: IO | None) -> str:
-    if stdin is None:
-        raise FormatError("standard input is not available", "pipe the data in, or pass it inline or as @file")
-    source = getattr(stdin, "buffer", None)
-    if source is None:  # a text stream without bytes underneath (tests, embedding)
-        return stdin.read()
-    data = source.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # The published runtime reports undecodable stdin as a JSON error.
-        raise ValueTypeError(f"add input on stdin is not valid UTF-8 (byte {exc.start})",
-                             "send UTF-8 JSON or NDJSON on stdin") from None
+    return read_bounded_text(arg, stdin)
 
 
 # ----------------------------------------------------------------- parsing
@@ -96,7 +56,7 @@ def parse_records(text: str) -> tuple[list, bool]:
     except ValueTypeError as whole:
         first_error = whole
     records: list = []
-    for number, line in _records(text):
+    for number, line in text_lines(text):
         try:
             records.append(loads(line))
         except FgraphError as exc:
@@ -109,71 +69,74 @@ def parse_records(text: str) -> tuple[list, bool]:
     return records, False
 
 
-def _records(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, stripped line) of every non-blank LF-separated line.
-
-    Only LF separates records (not U+2028, U+2029 or U+0085, which may occur
-    raw inside JSON strings).
-    """
-    start, number, size = 0, 0, len(text)
-    while start <= size:
-        end = text.find("\n", start)
-        if end < 0:
-            end = size
-        number += 1
-        line = text[start:end].strip()
-        if line:
-            yield number, line
-        start = end + 1
-
-
 # ----------------------------------------------------------------- the job
 
 class AddJob:
-    """Parsed ``add`` input plus its options, checked as far as possible without a database."""
+    """Parsed ``add`` input plus its options, checked as far as possible without a database.
 
-    def __init__(self, records: list, single: bool, *, operation_id=None, operation_id_prefix=None,
-                 batch_size=None, if_basis_tx=None):
-        self.records, self.single = records, single
+    ``records`` is the parsed input when it was small enough to hold; a streamed job instead
+    re-reads its ``source`` (already checked line by line) and holds one batch at a time.
+    """
+
+    def __init__(self, records: list | None, single: bool, *, operation_id=None, operation_id_prefix=None,
+                 batch_size=None, if_basis_tx=None, source: DataSource | None = None, count: int | None = None):
+        self.records, self.single, self.source = records, single, source
+        self.count = len(records) if records is not None else count
         self.operation_id, self.operation_id_prefix = operation_id, operation_id_prefix
         self.batch_size, self.if_basis_tx = batch_size, if_basis_tx
+
+    def iter_records(self) -> Iterator:
+        if self.records is not None:
+            yield from self.records
+            return
+        for _, line in self.source.lines():
+            yield loads(line)
 
     def run(self, db):
         if self.batch_size is not None:
             return self._run_batches(db)
         if self.single:
             return db.transact(self.records[0], operation_id=self.operation_id, if_basis_tx=self.if_basis_tx)
-        return [db.transact(record) for record in self.records]
+        return [db.transact(record) for record in self.iter_records()]
+
+    def iter_batches(self) -> Iterator[list]:
+        batch: list = []
+        for record in self.iter_records():
+            batch.append(record)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     def batches(self) -> list[list]:
-        size = self.batch_size
-        return [self.records[i:i + size] for i in range(0, len(self.records), size)]
+        return list(self.iter_batches())
 
     def _run_batches(self, db) -> dict:
-        batches = self.batches()
-        if len(batches) > 1 and self.operation_id is not None:
+        batch_count = -(-self.count // self.batch_size)
+        if batch_count > 1 and self.operation_id is not None:
             raise ValueTypeError("--operation-id cannot span multiple batches",
                                  "use --operation-id-prefix for idempotent batch operation ids")
-        if len(batches) > 1 and self.if_basis_tx is not None:
+        if batch_count > 1 and self.if_basis_tx is not None:
             raise ValueTypeError("--if-basis-tx cannot span multiple batches",
                                  "use --operation-id-prefix for idempotent batch operation ids")
-        _check_batch_items(self.records)
+        if self.records is not None:
+            _check_batch_items(self.records)
         counts = {"already_applied": 0, "applied": 0, "noop": 0}
         last_tx = None
-        for k, batch in enumerate(batches):
+        for k, batch in enumerate(self.iter_batches()):
             operation_id = self.operation_id
             if self.operation_id_prefix is not None:
                 operation_id = f"{self.operation_id_prefix}:{k:08d}"
             report = db.transact(batch, operation_id=operation_id, if_basis_tx=self.if_basis_tx)
             counts[report["status"]] += 1
             last_tx = report["tx"]
-        return {**counts, "basis_tx": db.latest_tx(), "batches": len(batches), "items": len(self.records),
-                "tx": last_tx}
+        return {**counts, "basis_tx": db.latest_tx(), "batches": batch_count, "items": self.count, "tx": last_tx}
 
 
-def _check_batch_items(records: list) -> None:
+def _check_batch_items(records: Iterable, first: int = 1) -> None:
     """A batch is one list of transaction items, so a record that is a JSON array must be an operation."""
-    for number, record in enumerate(records, 1):
+    for number, record in enumerate(records, first):
         if isinstance(record, list) and not (record and isinstance(record[0], str)):
             shown = "[]" if not record else f"an array starting with {type(record[0]).__name__}"
             raise ValueTypeError(
@@ -182,9 +145,38 @@ def _check_batch_items(records: list) -> None:
                 "give a list of maps as NDJSON, one map per line")
 
 
-def prepare(text: str, *, operation_id=None, operation_id_prefix=None, batch_size=None,
+def _is_ndjson(source: DataSource) -> bool:
+    """A first non-blank line that is a JSON value by itself, followed by another non-blank line,
+    cannot be part of one document (a value may only be followed by whitespace): NDJSON, known
+    without reading further. Anything else is read whole as one document (09 §4.1)."""
+    lines = source.lines()
+    first = next(lines, None)
+    if first is None or next(lines, None) is None:
+        return False
+    try:
+        loads(first[1])
+    except FgraphError:
+        return False
+    return True
+
+
+def _check_lines(source: DataSource, batch_mode: bool) -> int:
+    """Parse every record once, keeping none (all are checked before any is written); their count."""
+    count = 0
+    for number, line in source.lines():
+        try:
+            record = loads(line)
+        except FgraphError as exc:
+            raise type(exc)(f"add input line {number}: {exc.message}", exc.hint) from None
+        count += 1
+        if batch_mode:
+            _check_batch_items((record,), count)
+    return count
+
+
+def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=None, batch_size=None,
             if_basis_tx=None) -> AddJob:
-    """Parse ``text`` and check the option combinations of 09 §4.1 that need no database."""
+    """Parse ``data`` and check the option combinations of 09 §4.1 that need no database."""
     if operation_id_prefix is not None and batch_size is None:
         raise ValueTypeError("operation_id_prefix requires batch_size", "pass --batch-size N as well")
     if operation_id_prefix is not None and operation_id is not None:
@@ -195,7 +187,14 @@ def prepare(text: str, *, operation_id=None, operation_id_prefix=None, batch_siz
         raise ValueTypeError(f"batch_size {batch_size!r} is out of range", f"use 1..{MAX_BATCH_SIZE}")
     if operation_id_prefix is not None and not isinstance(operation_id_prefix, str):
         raise ValueTypeError(f"operation_id_prefix {operation_id_prefix!r} is not a string", "use a short text key")
-    records, single = parse_records(text)
+    options = {"operation_id": operation_id, "operation_id_prefix": operation_id_prefix, "batch_size": batch_size,
+               "if_basis_tx": if_basis_tx}
+    source = data if isinstance(data, DataSource) else DataSource("inline", data)
+    if _is_ndjson(source):
+        records, single, count = None, False, _check_lines(source, batch_size is not None)
+    else:
+        records, single = parse_records(source.whole_text())
+        count = len(records)
     if batch_size is None and not single:
         if operation_id is not None:
             raise ValueTypeError("--operation-id requires one JSON transaction, not NDJSON",
@@ -203,8 +202,7 @@ def prepare(text: str, *, operation_id=None, operation_id_prefix=None, batch_siz
         if if_basis_tx is not None:
             raise ValueTypeError("--if-basis-tx cannot span several NDJSON transactions",
                                  "use --batch-size with --operation-id-prefix for idempotent NDJSON imports")
-    return AddJob(records, single, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
-                  batch_size=batch_size, if_basis_tx=if_basis_tx)
+    return AddJob(records, single, source=source if records is None else None, count=count, **options)
 
 
 def add(db, text: "str | AddJob", *, operation_id=None, operation_id_prefix=None, batch_size=None,

@@ -24,6 +24,7 @@ from mcp.types import ToolAnnotations
 
 import fgraph
 from fgraph.core.errors import FgraphError
+from fgraph.core.sqlite_errors import translate
 from fgraph.face.mcp_resources import Resources
 from fgraph.face.mcp_tools import Tools
 
@@ -49,6 +50,11 @@ def _tool_errors(fn):
             return fn(*args, **kwargs)
         except FgraphError as exc:
             raise ToolError(str(exc)) from None
+        except Exception as exc:
+            typed = translate(exc)
+            if typed is None:
+                raise
+            raise ToolError(str(typed)) from None
     return call
 
 
@@ -60,6 +66,11 @@ def _resource_errors(fn):
             return json.dumps(fn(*args, **kwargs), indent=2, ensure_ascii=False)
         except FgraphError as exc:
             raise ResourceError(str(exc)) from None
+        except Exception as exc:
+            typed = translate(exc)
+            if typed is None:
+                raise
+            raise ResourceError(str(typed)) from None
     return read
 
 

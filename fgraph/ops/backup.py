@@ -25,6 +25,7 @@ import apsw
 from fgraph.core import connection, layout
 from fgraph.ops import doctor
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
+from fgraph.core.sqlite_errors import translate
 from fgraph.streams.snapshot import logical_digest
 from fgraph.core.txn import is_speculating, read_transaction
 
@@ -165,6 +166,15 @@ def _fsync(path: str, directory: bool = False) -> None:
         os.close(fd)
 
 
+def _sqlite_failure(what: str, exc: BaseException) -> FgraphError:
+    """The backup API reports a failed destination write as "not an error": say what it means."""
+    typed = translate(exc, writing=True)
+    if typed is None or str(exc).endswith("not an error"):
+        return FormatError(f"{what} failed: the copy could not be written (disk full, file size limit or I/O error)",
+                           "free space or raise the limit and retry; nothing was published")
+    return type(typed)(f"{what} failed: {typed.message}", typed.hint)
+
+
 def backup(source: apsw.Connection, source_path: str, dest) -> dict:
     """Copy, verify, fsync and publish ``source`` at ``dest``; never touches an existing name."""
     if is_speculating(source):
@@ -192,8 +202,7 @@ def backup(source: apsw.Connection, source_path: str, dest) -> dict:
     except OSError as exc:
         raise _os_error(dest, exc) from None
     except apsw.Error as exc:
-        raise FormatError(f"backup to {dest!r} failed: {exc}",
-                          "check free space and permissions of the destination directory") from None
+        raise _sqlite_failure(f"backup to {dest!r}", exc) from None
     return {"basis_tx": proof["basis_tx"], "digest": proof["digest"], "path": dest}
 
 
@@ -203,7 +212,10 @@ def restore_backup(backup_file, dest) -> dict:
     dest = _path(dest, "restore destination")
     if not os.path.exists(backup_file):
         raise NotFound(f"backup file {backup_file!r} does not exist", "check the path")
-    if os.path.islink(dest) or (os.path.lexists(dest) and (not os.path.isfile(dest) or os.path.getsize(dest))):
+    if os.path.islink(dest):
+        raise Conflict(f"restore destination {dest!r} is a symbolic link (to {os.readlink(dest)!r})",
+                       "restore into a new path or an empty regular file; links are never followed or replaced")
+    if os.path.lexists(dest) and (not os.path.isfile(dest) or os.path.getsize(dest)):
         raise Conflict(f"restore destination {dest!r} is not empty",
                        "restore into a new path or an empty file")
     for suffix in ("-wal", "-journal"):
@@ -233,7 +245,7 @@ def restore_backup(backup_file, dest) -> dict:
     except OSError as exc:
         raise _os_error(dest, exc, "written") from None
     except apsw.Error as exc:
-        raise FormatError(f"restore of {backup_file!r} failed: {exc}", "check the backup with `fgraph doctor`") from None
+        raise _sqlite_failure(f"restore of {backup_file!r}", exc) from None
     finally:
         source.close()
     return dict(proof, path=dest)

@@ -13,6 +13,8 @@ import hashlib
 import re
 from collections import OrderedDict
 
+import apsw
+
 from fgraph.core import values
 from fgraph.streams.apply import iter_lines
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
@@ -56,6 +58,10 @@ class Restorer:
         self.cat = Catalog(conn)
         self.rows = Rows(conn)
         self.digest = hashlib.sha256()
+        self.deferred: FgraphError | None = None   # the first receipt or fact that failed
+        self.seen_fact = False
+        self.footer: dict | None = None
+        self.counted = {"receipts": 0, "facts": 0}
         self.header = None
         self.receipts = 0
         self.facts = 0
@@ -66,23 +72,39 @@ class Restorer:
         conn.execute("DELETE FROM temp.restore_times")
 
     # -- records ----------------------------------------------------------------
-    def record(self, record) -> bool:
-        """Handle one parsed record; True when it was the footer."""
+    def record(self, record, number: int = 0) -> bool:
+        """Handle one parsed record; True when it was the footer.
+
+        The shape of the stream (record kinds, receipts before facts, the footer last, the
+        digest) outranks what a record means, as in the published runtime: after the first
+        failing receipt or fact, the rest is still read for those checks, and the record's own
+        error is raised only if the stream is otherwise well formed."""
         if self.header is None:
             self.start(record)
         elif isinstance(record, dict) and record.get("fgraph") == "end":
-            self.finish(record)
+            self.footer = record
             return True
         elif isinstance(record, dict) and set(record) == {"receipt"}:
-            if self.facts:
+            if self.seen_fact:
                 raise _type("a receipt follows a fact; all receipts come first")
-            self.receipt(record["receipt"])
+            self.counted["receipts"] += 1
+            self.checked(self.receipt, record["receipt"], number)
         elif isinstance(record, dict) and set(record) == {"fact"}:
-            self.fact(record["fact"])
+            self.seen_fact = True
+            self.counted["facts"] += 1
+            self.checked(self.fact, record["fact"], number)
         else:
             raise _type("a record is neither a receipt, a fact nor the footer")
         self.digest.update(dumps(record).encode("utf-8") + b"\n")
         return False
+
+    def checked(self, handle, body, number: int) -> None:
+        if self.deferred is not None:
+            return
+        try:
+            handle(body)
+        except FgraphError as exc:
+            self.deferred = exc.at_line(number) if number else exc
 
     def start(self, header) -> None:
         if not isinstance(header, dict) or header.get("fgraph") != "snapshot/1" or set(header) != HEADER_KEYS \
@@ -192,7 +214,11 @@ class Restorer:
         if rx is not None and rx <= tx:
             raise Conflict("snapshot retraction event is not later than the assertion", "the snapshot was altered")
         self.cross_check(f, e, tx, rx)
-        self.rows.fact(e, a, decoded.v, decoded.t, decoded.blob, tx, rx)
+        try:
+            self.rows.fact(e, a, decoded.v, decoded.t, decoded.blob, tx, rx)
+        except apsw.ConstraintError:
+            raise FormatError(f"the {attr} fact repeats an earlier fact of the same entity, value and event",
+                              "the snapshot was altered; restore an unmodified one") from None
         self.facts += 1
 
     def resolve(self, sel) -> int:
@@ -262,16 +288,19 @@ class Restorer:
         return dumps([attr, raw, tag]) in p["tx_facts"]
 
     # -- footer ---------------------------------------------------------------------
-    def finish(self, footer: dict) -> None:
+    def finish(self) -> None:
+        footer = self.footer
         if set(footer) != FOOTER_KEYS or not isinstance(footer["sha256"], str):
             raise _type("the footer must be {facts, fgraph: end, receipts, sha256}")
-        for key, count in (("receipts", self.receipts), ("facts", self.facts)):
-            n = footer[key]
-            if isinstance(n, bool) or not isinstance(n, int) or n != count:
-                raise _type(f"the footer says {n!r} {key} but the stream has {count}")
         if footer["sha256"] != self.digest.hexdigest():
             raise Conflict("the snapshot digest does not match its records",
                            "the file was altered or damaged; take a new snapshot")
+        for key, count in self.counted.items():
+            n = footer[key]
+            if isinstance(n, bool) or not isinstance(n, int) or n != count:
+                raise _type(f"the footer says {n!r} {key} but the stream has {count}")
+        if self.deferred is not None:
+            raise self.deferred
         if self.header["basis"] != self.last_event:
             raise Conflict(f"the header basis {self.header['basis']} is not the last receipt's event",
                            "the snapshot was altered; take a new snapshot")
@@ -305,13 +334,18 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     raise FormatError("not valid UTF-8", "snapshots are UTF-8 text") from None
-                done = restorer.record(loads(text))
+                done = restorer.record(loads(text), number)
+                footer_line = number
             except FgraphError as exc:
                 raise exc.at_line(number) from None
             if on_record is not None:
                 on_record()
         if restorer.header is None or not done:
             raise _type("the stream ends without a footer (empty or truncated)")
+        try:
+            restorer.finish()
+        except FgraphError as exc:
+            raise exc.at_line(footer_line) from None
         basis = restorer.cat.latest_tx()
         conn.execute("DROP TABLE temp.restore_times")
         report = final_check(conn)

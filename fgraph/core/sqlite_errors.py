@@ -1,0 +1,46 @@
+"""SQLite's failures as fgraph's typed errors: disk full, I/O, read-only, cannot open, not a database.
+
+These come from the machine, not from a bug, so a user must see what happened and what to do
+next instead of "internal error". The transaction helpers translate what escapes a transaction
+(after rolling it back, so "nothing was written" is true there); the faces translate whatever
+escapes elsewhere (an iterator, a close) through ``translate`` without touching SQLite themselves.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
+
+
+
+def translate(exc: BaseException, *, writing: bool = False) -> FgraphError | None:
+    """The typed error for an SQLite failure of the environment; None for anything else (a bug)."""
+    after = "; the transaction was rolled back, nothing of it was written" if writing else ""
+    if isinstance(exc, apsw.FullError):
+        return TooLarge("the database or the disk is full",
+                        f"free space (or raise the file size limit) and retry{after}")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return ReadOnly("the database file cannot be written (a read-only file, directory or filesystem)",
+                        f"check the permissions of the file and its directory, or open it read-only{after}")
+    if isinstance(exc, apsw.IOError):
+        return FormatError(f"SQLite could not read or write the file ({_detail(exc)})",
+                           f"check free space, the file size limit (ulimit -f) and the disk, then retry{after}")
+    if isinstance(exc, apsw.CantOpenError):
+        return FormatError("SQLite could not open the database or one of its -wal/-shm/-journal files",
+                           "check that the file and its directory exist and are accessible")
+    if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
+        return FormatError(f"the file is not a database or is damaged ({_detail(exc)})",
+                           "run `fgraph doctor`, and restore from a backup or snapshot if it reports damage")
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return Conflict("the database is locked by another process",
+                        "retry in a moment; only one process can write at a time")
+    return None
+
+
+def _detail(exc: BaseException) -> str:
+    text = str(exc).split(":", 1)[-1].strip() or type(exc).__name__
+    if text == "not an error":  # the backup API loses the code of a failed destination write
+        return "a write failed"
+    return text[:200]
+
