@@ -22,7 +22,7 @@ CONFORMANCE_SEED = "fgraph-conformance-v2"
 # Variables that configure the test run itself; every other FGRAPH_* variable is cleared
 # around each test, so a test opts in to a fixed clock or seed instead of inheriting one.
 TEST_SETTINGS = frozenset({"FGRAPH_PEER", "FGRAPH_EXAMPLES", "FGRAPH_HISTORIES", "FGRAPH_HISTORY_SEED",
-                           "FGRAPH_HISTORY_SHRINK", "FGRAPH_NO_FORK_SERVER", "FGRAPH_QUERIES", "FGRAPH_QUERY_SEED"})
+                           "FGRAPH_HISTORY_SHRINK", "FGRAPH_TORTURE", "FGRAPH_NO_FORK_SERVER", "FGRAPH_QUERIES", "FGRAPH_QUERY_SEED"})
 
 
 def peer_executable() -> str | None:
@@ -89,3 +89,6 @@ def pytest_terminal_summary(terminalreporter):
     if counts:
         listed = ", ".join(f"{label} {n}" for label, n in sorted(counts.items()))
         terminalreporter.write_line(f"conformance steps checked per adapter: {listed}")
+    torture = sys.modules.get("tests.torture.common")
+    for line in getattr(torture, "SUMMARY", {}).values():
+        terminalreporter.write_line(line)
