@@ -147,6 +147,11 @@ def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -
     except apsw.CantOpenError as exc:
         raise FormatError(f"cannot open database {path!r}: {exc}",
                           "check that the file and its directory exist and are accessible") from None
+    except apsw.Error as exc:
+        typed = translate(exc, writing=not read_only)
+        if typed is None:
+            raise
+        raise type(typed)(f"{path!r}: {typed.message}", typed.hint) from None
     try:
         set_busy_timeout(conn)
         state = layout.classify(conn, path)

@@ -92,6 +92,24 @@ def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, 
     request = excise_request(ref, operation_id, if_basis_tx)
     req_hash = request.request_hash()
     scrub.enable_secure_delete(conn)
+    owed_before = scrub.pending(path) is not None
+    try:
+        report = _commit(conn, path, ref, request, req_hash, operation_id, if_basis_tx, clock, event_factory)
+    except BaseException:
+        if not owed_before and not is_speculating(conn):
+            scrub.forgive(path)  # the marker written before COMMIT belongs to a transaction that never was
+        raise
+    if report.get("speculative"):
+        return report["report"]
+    if report["status"] == "already_applied" and scrub.pending(path) is None:
+        return report  # a retry after a finished scrub: nothing left to do
+    # A retry whose first attempt died before its scrub finished scrubs now.
+    report["scrub"] = scrub.scrub(conn, path, report["tx"])
+    return report
+
+
+def _commit(conn, path: str, ref, request, req_hash, operation_id, if_basis_tx, clock, event_factory) -> dict:
+    """The erasing transaction itself; the owed-scrub marker is made durable before it commits."""
     with write_transaction(conn) as txn:
         cat = Catalog(conn)
         latest = cat.latest_tx()
@@ -108,12 +126,9 @@ def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, 
                                "refresh state and retry the excision")
             report = _write(conn, cat, _target(cat, ref), latest, operation_id, req_hash, clock, event_factory)
             if is_speculating(conn):
-                return report  # rolled back with the speculation: nothing reaches the disk to scrub
+                # rolled back with the speculation: nothing reaches the disk to scrub
+                return {"speculative": True, "report": report}
             scrub.owe(path, report["tx"])
-    if report["status"] == "already_applied" and scrub.pending(path) is None:
-        return report  # a retry after a finished scrub: nothing left to do
-    # A retry whose first attempt died before its scrub finished scrubs now.
-    report["scrub"] = scrub.scrub(conn, path, report["tx"])
     return report
 
 

@@ -15,7 +15,9 @@ import os
 import time
 
 import apsw
+
 from fgraph.core.limits import MEMORY
+from fgraph.core.sqlite_errors import translate
 
 
 
@@ -38,6 +40,8 @@ def owe(path: str, tx: int) -> None:
     if path == MEMORY:
         return
     marker = marker_path(path)
+    if os.path.exists(marker):
+        return  # an older scrub is still owed: keep its transaction, the next scrub covers both
     temporary = marker + ".tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump({"tx": tx, "since": time.time()}, handle)
@@ -49,6 +53,14 @@ def owe(path: str, tx: int) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def forgive(path: str) -> None:
+    """Remove the marker of an erasing transaction that rolled back: nothing was erased, nothing is owed."""
+    try:
+        os.remove(marker_path(path))
+    except FileNotFoundError:
+        pass
 
 
 def pending(path: str) -> dict | None:
@@ -78,14 +90,21 @@ def scrub(conn, path: str, tx: int | None) -> dict:
         return {"checkpoint": "not needed (in-memory database)", "complete": True, "fts_optimized": True,
                 "secure_delete": True, "vacuumed": False}
     started = time.monotonic()
-    first_ok, _ = checkpoint_truncate(conn)
-    vacuumed = True
+    first_ok = vacuumed = completed = False
+    frames, failure = -1, None
     try:
-        conn.execute("VACUUM")
-    except apsw.BusyError:
-        vacuumed = False
-    completed, frames = checkpoint_truncate(conn)
-    completed = completed and vacuumed
+        first_ok, _ = checkpoint_truncate(conn)
+        vacuumed = True
+        try:
+            conn.execute("VACUUM")
+        except apsw.BusyError:
+            vacuumed = False
+        completed, frames = checkpoint_truncate(conn)
+    except apsw.Error as exc:
+        # The erasing transaction has committed; what failed is only the physical clean-up
+        # (a full disk during VACUUM, say). The owed-scrub marker stays, doctor reports it.
+        failure = translate(exc) or exc
+    completed = completed and vacuumed and failure is None
     marker = marker_path(path)
     if completed:
         if os.path.exists(marker):
@@ -95,8 +114,13 @@ def scrub(conn, path: str, tx: int | None) -> dict:
         record = {"tx": tx, "since": time.time()}
         with open(marker, "w", encoding="utf-8") as handle:
             json.dump(record, handle)
-        state = (f"pending: another connection holds the WAL open ({frames} frames left); run "
-                 "`fgraph doctor --repair` once readers are closed to finish the scrub")
+        if failure is not None:
+            reason = getattr(failure, "message", str(failure))
+            state = (f"pending: the scrub could not finish ({reason}); erased bytes may remain until "
+                     "`fgraph doctor --repair` runs with enough free space")
+        else:
+            state = (f"pending: another connection holds the WAL open ({frames} frames left); run "
+                     "`fgraph doctor --repair` once readers are closed to finish the scrub")
     return {"checkpoint": state, "complete": completed, "fts_optimized": True, "secure_delete": True,
             "seconds": round(time.monotonic() - started, 3), "vacuumed": vacuumed,
             "first_checkpoint_complete": first_ok}

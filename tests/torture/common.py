@@ -77,8 +77,22 @@ def content(path, attributes=("t/n", "t/s", "t/secret")) -> tuple[int, frozenset
 
 
 def doctor_ok(path) -> bool:
-    code, out, _ = cli("--db", str(path), "doctor", "--json")
-    return code == 0 and json.loads(out).get("ok") is True
+    return verdict(path) == "ok"
+
+
+def verdict(path) -> str:
+    """What doctor says of a file after a failure: "ok"; "scrub_owed" (an excision committed but its
+    physical scrub did not finish, which doctor --repair completes); "uninitialized" (SQLite created
+    the file, genesis never committed: any writer initializes it); else doctor's own words."""
+    code, out, err = cli("--db", str(path), "doctor", "--json")
+    if not out.strip():
+        return "uninitialized" if "not an initialized fgraph database" in err else f"exit {code}: {err}"
+    found = json.loads(out)
+    if found.get("ok") is True:
+        return "ok"
+    if [p for p in found["problems"] if not p.startswith("excision scrub pending")] == []:
+        return "scrub_owed"
+    return out
 
 
 def wait_for(predicate, timeout: float = 30.0, step: float = 0.02) -> bool:

@@ -42,10 +42,23 @@ def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_di
             second_handle=None) -> Diagnosis:
     """``run`` for a database file: a repair first finishes an excision's owed scrub, and a scrub
     still owed afterwards is a repairable problem of the diagnosis."""
-    if repair and scrub.pending(path) is not None:
+    owed = scrub.pending(path)
+    if owed is not None and _never_committed(conn, owed.get("tx")):
+        owed = None  # killed between the marker and COMMIT: nothing was erased
+        if repair:
+            scrub.forgive(path)
+    if repair and owed is not None:
         scrub.scrub(conn, path, None)
+        owed = scrub.pending(path)
     diagnosis = run(conn, repair, expect_digest=expect_digest, second_handle=second_handle)
-    return owing_scrub(diagnosis, scrub.pending(path))
+    return owing_scrub(diagnosis, owed)
+
+
+def _never_committed(conn: apsw.Connection, tx) -> bool:
+    """A marker naming a transaction the file does not hold (a marker without a readable tx is kept)."""
+    if isinstance(tx, bool) or not isinstance(tx, int):
+        return False
+    return conn.execute("SELECT 1 FROM fgraph_events WHERE tx = ?", (tx,)).fetchone() is None
 
 
 def owing_scrub(diagnosis: Diagnosis, pending: dict | None) -> Diagnosis:
