@@ -24,6 +24,9 @@ import sys
 import tempfile
 
 
+STREAMS = [(stream.encoding, stream.errors) for stream in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
+
+
 def warm_up(script: str) -> None:
     """Import the entry point named like the script, so forked children start warm."""
     name = os.path.basename(script)
@@ -54,9 +57,11 @@ def run_one(script: str, request: dict) -> dict:
                         os.environ[key] = value
                 if request.get("cwd"):
                     os.chdir(request["cwd"])
-                sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
-                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-                sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+                # the same encodings and error handlers a fresh interpreter would give its
+                # standard streams here (under a C locale, stdin decodes with surrogateescape; no newline translation)
+                sys.stdin = open(0, "r", encoding=STREAMS[0][0], errors=STREAMS[0][1], newline="\n", closefd=False)
+                sys.stdout = open(1, "w", encoding=STREAMS[1][0], errors=STREAMS[1][1], newline="\n", closefd=False)
+                sys.stderr = open(2, "w", encoding=STREAMS[2][0], errors=STREAMS[2][1], newline="\n", closefd=False)
                 sys.argv = [script, *request["args"]]
                 code = 0
                 try:

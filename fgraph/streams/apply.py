@@ -60,7 +60,17 @@ def _bounded_readlines(handle, max_bytes: int) -> Iterator:
         yield line
 
 
-def parse_line(number: int, line) -> dict:
+def not_utf8(number: int, source, what: str) -> FgraphError:
+    """A named file that is not UTF-8 is a FormatError about the file; a line read from stdin or
+    memory is a TypeError about that line (both as the published runtime answers)."""
+    name = getattr(source, "name", None)
+    if isinstance(name, str) and not name.startswith("<"):
+        return FormatError(f"{what} file {name!r} cannot be read as UTF-8",
+                           "save it as UTF-8 text").at_line(number)
+    return ValueTypeError("the line is not valid UTF-8 text", f"{what}s are UTF-8 text").at_line(number)
+
+
+def parse_line(number: int, line, source=None) -> dict:
     raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
     body = raw.rstrip(b"\r")
     if len(body) > MAX_EVENT_BYTES:
@@ -69,7 +79,7 @@ def parse_line(number: int, line) -> dict:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise FormatError("not valid UTF-8", "event streams are UTF-8 text").at_line(number) from None
+        raise not_utf8(number, source, "event stream") from None
     record = loads(text)
     validate_record(record)
     return record
@@ -182,7 +192,7 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
             dry.basis = Catalog(conn).latest_tx()
         for number, line in iter_lines(source):
             try:
-                record = parse_line(number, line)
+                record = parse_line(number, line, source)
                 if dry is not None:
                     report = dry.apply(conn, number, record, lambda: apply_record(
                         conn, record, clock=clock, event_factory=event_factory,

@@ -16,7 +16,7 @@ from collections import OrderedDict
 import apsw
 
 from fgraph.core import values
-from fgraph.streams.apply import iter_lines
+from fgraph.streams.apply import iter_lines, not_utf8
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
@@ -47,6 +47,14 @@ def _instant(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not INSTANT_MIN <= value <= INSTANT_MAX:
         raise _type(f"{what} {value!r} is not an instant in microseconds")
     return value
+
+
+class _RowRefused(Exception):
+    """A row the database itself refused; unlike a record's own errors it is not deferred."""
+
+    def __init__(self, error: FgraphError):
+        super().__init__(error)
+        self.error = error
 
 
 class Restorer:
@@ -103,14 +111,15 @@ class Restorer:
             return
         try:
             handle(body)
+        except _RowRefused as refused:  # SQLite refused the row itself: reported at once, as published
+            raise refused.error from None
         except FgraphError as exc:
             self.deferred = exc.at_line(number) if number else exc
 
     def start(self, header) -> None:
-        if not isinstance(header, dict) or header.get("fgraph") != "snapshot/1" or set(header) != HEADER_KEYS \
+        if not isinstance(header, dict) or header.get("fgraph") != "snapshot/1" or not HEADER_KEYS <= set(header) \
                 or header.get("format") != 2 or isinstance(header.get("format"), bool):
             raise _type("the first record is not a snapshot/1 format 2 header")
-        check_event_uuid(header["basis"], "basis")
         created_at = _instant(header["created_at"], "header created_at")
         if self.cat.latest_tx() != GENESIS_TX:
             raise Conflict("the destination is not pristine", "restore only into a new, empty database")
@@ -217,8 +226,9 @@ class Restorer:
         try:
             self.rows.fact(e, a, decoded.v, decoded.t, decoded.blob, tx, rx)
         except apsw.ConstraintError:
-            raise FormatError(f"the {attr} fact repeats an earlier fact of the same entity, value and event",
-                              "the snapshot was altered; restore an unmodified one") from None
+            raise _RowRefused(FormatError(
+                f"the {attr} fact repeats an earlier fact of the same entity, value and event",
+                "the snapshot was altered; restore an unmodified one")) from None
         self.facts += 1
 
     def resolve(self, sel) -> int:
@@ -290,7 +300,7 @@ class Restorer:
     # -- footer ---------------------------------------------------------------------
     def finish(self) -> None:
         footer = self.footer
-        if set(footer) != FOOTER_KEYS or not isinstance(footer["sha256"], str):
+        if not FOOTER_KEYS <= set(footer) or not isinstance(footer["sha256"], str):
             raise _type("the footer must be {facts, fgraph: end, receipts, sha256}")
         if footer["sha256"] != self.digest.hexdigest():
             raise Conflict("the snapshot digest does not match its records",
@@ -305,10 +315,12 @@ class Restorer:
             raise Conflict(f"the header basis {self.header['basis']} is not the last receipt's event",
                            "the snapshot was altered; take a new snapshot")
         bad = self.conn.execute(
-            "SELECT r.tx FROM temp.restore_times r "
+            "SELECT r.tx, f.v IS NULL FROM temp.restore_times r "
             "LEFT JOIN fgraph_facts f INDEXED BY fgraph_hist ON f.e = r.tx AND f.a = ? AND f.tx = r.tx "
             "LEFT JOIN fgraph_facts i INDEXED BY fgraph_hist ON i.e = r.tx AND i.a = ? AND i.tx = r.tx "
             "WHERE f.v IS NOT r.at OR coalesce(i.v, f.v) IS NOT r.origin LIMIT 1", (A_AT, A_IMPORTED_AT)).fetchone()
+        if bad is not None and bad[1]:
+            raise NotFound(f"transaction {bad[0]} has no fgraph/at fact", "the snapshot is incomplete")
         if bad is not None:
             raise Conflict(f"transaction {bad[0]}: receipt times disagree with its facts",
                            "the snapshot was altered; restore an unmodified one")
@@ -333,7 +345,7 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
-                    raise FormatError("not valid UTF-8", "snapshots are UTF-8 text") from None
+                    raise not_utf8(number, source, "snapshot") from None
                 done = restorer.record(loads(text), number)
                 footer_line = number
             except FgraphError as exc:

@@ -75,7 +75,7 @@ def _next(lines, cap):
 
 
 def _verify_snapshot(header, text, number, lines) -> dict:
-    if set(header) != HEADER_KEYS or header.get("format") != 2:
+    if not HEADER_KEYS <= set(header) or header.get("format") != 2:
         raise ValueTypeError("not a snapshot/1 format 2 header", "the file is damaged").at_line(number)
     digest = hashlib.sha256(dumps(header).encode() + b"\n")
     receipts = facts = 0
@@ -103,7 +103,7 @@ def _verify_snapshot(header, text, number, lines) -> dict:
     if footer is None:
         raise ValueTypeError("the snapshot has no footer (truncated?)", "take a new snapshot")
     number, record = footer
-    if set(record) != FOOTER_KEYS or record["receipts"] != receipts or record["facts"] != facts:
+    if not FOOTER_KEYS <= set(record) or record["receipts"] != receipts or record["facts"] != facts:
         raise ValueTypeError("the footer counts do not match the body "
                              f"({receipts} receipts, {facts} facts)", "the file is damaged").at_line(number)
     if record["sha256"] != digest.hexdigest():
