@@ -86,9 +86,10 @@ def pytest_terminal_summary(terminalreporter):
     """How many conformance steps each adapter actually checked (a skipped step checks nothing)."""
     module = sys.modules.get("tests.test_conformance")
     counts = getattr(module, "CHECKED_STEPS", None)
-    if counts:
-        listed = ", ".join(f"{label} {n}" for label, n in sorted(counts.items()))
-        terminalreporter.write_line(f"conformance steps checked per adapter: {listed}")
+    totals = getattr(module, "TOTAL_STEPS", {})
+    if totals:
+        listed = ", ".join(f"{label} {counts[label]}/{n}" for label, n in sorted(totals.items()))
+        terminalreporter.write_line(f"conformance steps checked/total per adapter: {listed}")
     torture = sys.modules.get("tests.torture.common")
     for line in getattr(torture, "SUMMARY", {}).values():
         terminalreporter.write_line(line)

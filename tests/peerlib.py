@@ -74,3 +74,27 @@ def ndjson(transactions: list) -> bytes:
     if len(transactions) == 1:
         text += "\n"  # NDJSON of one line is one document either way
     return text.encode()
+
+
+_RUNTIMES: dict = {}
+
+
+def peer_replay(path: Path, transactions: list, our_outcomes: list) -> None:
+    """Every transaction, ours rejected ones included, as its own peer ``add``: each must end as it
+    ended in ours (None for success, else the same error name)."""
+    from tests.runtimes import Runtime  # noqa: PLC0415 - the fork server only for replays
+
+    executable = peer_executable()
+    runtime = _RUNTIMES.get(executable)
+    if runtime is None:
+        runtime = _RUNTIMES[executable] = Runtime(executable, "peer")
+        import atexit  # noqa: PLC0415
+
+        atexit.register(runtime.close)
+    theirs = []
+    for data in transactions:
+        outcome = runtime.run(path, "--json", "add", "-", stdin=(json.dumps(data, ensure_ascii=True) + "\n").encode())
+        if outcome.rc not in (0, 1) or (outcome.rc == 1 and not outcome.error_name):
+            raise AssertionError(f"the peer crashed on {json.dumps(data)[:300]}: {outcome.stderr[-2000:]!r}")
+        theirs.append(outcome.error_name or None)
+    assert theirs == list(our_outcomes), json.dumps(list(zip(our_outcomes, theirs, transactions)), default=str)[:3000]

@@ -61,3 +61,23 @@ def item(draw):
 
 transaction = st.one_of(item(), st.lists(item(), min_size=1, max_size=3))
 histories = st.lists(transaction, min_size=1, max_size=8)
+
+
+# Items the contract refuses, mixed into histories so cross-runtime tests compare rejections too.
+REFUSED_ITEMS = st.sampled_from([
+    {"id": "ada", "p/email": 5},                         # TypeError: text attribute
+    {"id": "ada", "fgraph/type": "text"},                # system name on a user entity
+    {"id": "ada", "bad name": 1},                        # SchemaError: attribute grammar
+    {"id": "ada", "p/friend": {"ref": "nobody-here"}},   # NotFound: unknown ref
+    {"id": "ada", "p/name": ["a", "b"]},                 # Conflict: array on cardinality one
+    {"id": "ada", "p/name": None},                       # TypeError: null value
+    {"id": "ada", "p/name": {"nested": 1}},              # TypeError: nested map
+    ["cas", "ada", "p/name", "never-was", "new"],        # Conflict: CAS mismatch
+    ["retract", "nobody-here", "p/name", "x"],
+    ["assert", "ada"],                                   # TypeError: arity
+    {"id": "ada", "p/age": 2**63},                       # TypeError: int64
+    {"id": 9223372036854775808, "p/age": 1},
+])
+risky_transaction = st.one_of(item(), st.lists(item(), min_size=1, max_size=3), REFUSED_ITEMS,
+                              st.lists(st.one_of(item(), REFUSED_ITEMS), min_size=2, max_size=3))
+risky_histories = st.lists(risky_transaction, min_size=1, max_size=8)

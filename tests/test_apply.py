@@ -144,11 +144,16 @@ def test_bad_line_rolls_back_everything(stream, name, mutate, error, position):
         db.close()
 
 
-def test_invalid_utf8_line(stream):
+def test_invalid_utf8_line(stream, tmp_path):
+    """As the published CLI answers: a line of a stream from stdin or memory is a TypeError about the
+    line; a named file that is not UTF-8 is a FormatError about the file."""
     db = fresh()
     try:
-        with pytest.raises(fgraph.FormatError, match="line 1"):
+        with pytest.raises(fgraph.ValueTypeError, match="line 1"):
             db.apply_summary(b"\xff\xfe" + stream.encode())
+        (tmp_path / "bad.events").write_bytes(b"\xff\xfe" + stream.encode())
+        with open(tmp_path / "bad.events", "rb") as handle, pytest.raises(fgraph.FormatError, match="bad.events"):
+            db.apply_summary(handle)
     finally:
         db.close()
 

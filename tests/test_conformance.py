@@ -81,47 +81,19 @@ def _collect() -> list:
 # ---- adapters
 
 def _our_library():
-    try:
-        import fgraph
-    except ImportError as exc:  # pragma: no cover - the package is installed editable
-        pytest.skip(f"fgraph is not importable: {exc}")
-    if not callable(getattr(fgraph, "connect", None)):
-        pytest.skip("fgraph.connect is not implemented yet")
+    import fgraph
+
     return runner.LibraryAdapter(fgraph, label="lib")
 
 
 def _our_executable() -> str:
-    if importlib.util.find_spec("fgraph.face.cli") is None:
-        pytest.skip("fgraph.face.cli is not implemented yet")
     candidate = Path(sys.executable).parent / "fgraph"
     if candidate.exists():
         return str(candidate)
     found = shutil.which("fgraph")
     if not found:
-        pytest.skip("no fgraph executable next to the interpreter or on PATH")
+        pytest.fail("no fgraph executable next to the interpreter or on PATH: run `make venv`")
     return found
-
-
-_RESERVED_MARK = "is not available in this runtime yet"
-_missing_commands: dict[tuple[str, str], bool] = {}
-
-
-def _cli_lacks(executable: str, command: str) -> bool:
-    """True while our CLI only reserves ``command`` (it answers ``Unsupported: the '…' command is
-    not available in this runtime yet``); probed once per session on a throwaway file."""
-    key = (executable, command)
-    if key not in _missing_commands:
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="fgraph-probe-") as tmp:
-            proc = subprocess.run([executable, "--db", os.path.join(tmp, "probe.fgraph"), command, "--help"],
-                                  capture_output=True, text=True, timeout=60, check=False)
-        _missing_commands[key] = proc.returncode == 1 and _RESERVED_MARK in proc.stderr
-    return _missing_commands[key]
-
-
-#: CLI commands that project-extension steps need and that our CLI may still only reserve
-_STEP_COMMANDS = {"excise": "excise"}
 
 
 def _adapter(corpus: str, rel: str, kind: str, case: dict[str, Any] | None = None):
@@ -129,24 +101,24 @@ def _adapter(corpus: str, rel: str, kind: str, case: dict[str, Any] | None = Non
     if kind == "lib":
         return _our_library()
     if kind == "cli":
-        executable = _our_executable()
-        used = {runner.step_action(step) for step in runner.iter_steps(case["steps"])} if case else set()
-        for action, command in _STEP_COMMANDS.items():
-            if action in used and _cli_lacks(executable, command):
-                pytest.skip(f"our CLI has no `{command}` command yet (it is reserved and answers "
-                            f"Unsupported); the case runs there once the command lands")
-        return runner.CliAdapter(executable, label="cli")
+        return runner.CliAdapter(_our_executable(), label="cli")
     if corpus == "project" and rel.split("/", 1)[0] == DIVERGENT:
         pytest.skip("divergent case: records where this runtime knowingly differs from the peer")
     return runner.CliAdapter(os.environ["FGRAPH_PEER"], label="peer")
 
 
-#: checked steps per adapter label, printed at the end of the session (tests/conftest.py)
+#: checked and total steps per adapter label, printed at the end of the session (tests/conftest.py)
 CHECKED_STEPS: collections.Counter = collections.Counter()
+TOTAL_STEPS: collections.Counter = collections.Counter()
+
+
+def _count_steps(steps) -> int:
+    return sum(1 + _count_steps(step.get("steps", [])) for step in steps if isinstance(step, dict))
 
 
 def _outcome(case: dict[str, Any], adapter) -> tuple[str, str]:
     """Run a case: ("pass", ""), ("skip", reason) or ("fail", message)."""
+    TOTAL_STEPS[adapter.label] += _count_steps(case.get("steps", []))
     try:
         report = runner.run_case(case, adapter)
     except runner.CaseSkipped as exc:
@@ -379,8 +351,9 @@ def test_canonical_dumps_refuses(value) -> None:
 
 
 def test_canonical_dumps_equals_our_encoder() -> None:
-    canonical = pytest.importorskip("fgraph.core.canonical")
     import random
+
+    from fgraph.core import canonical
 
     rng = random.Random(7)
     values = [rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30) for _ in range(3000)]

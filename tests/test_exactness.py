@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +13,8 @@ import fgraph
 from fgraph.core.canonical import loads
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, UPSTREAM, peer_executable, requires_upstream
 from tests.corerows import core_rows
-from tests.strategies import SCHEMA, histories
+from tests.runtimes import Runtime
+from tests.strategies import SCHEMA, risky_histories
 
 
 def replay(path, transactions) -> list:
@@ -52,22 +52,31 @@ def test_genesis_rows_equal_upstream_prefix(tmp_path, deterministic):
     assert [row for row in ours if row.startswith(("id|", "event|", "fact|"))] == genesis
 
 
-def run_peer(peer: str, path, transactions) -> None:
-    env = dict(os.environ, FGRAPH_CLOCK=str(CONFORMANCE_CLOCK), FGRAPH_EVENT_SEED=CONFORMANCE_SEED)
-    # json.dumps keeps 0.0 a float, and ASCII escapes keep U+2028 from splitting lines upstream.
-    text = "".join(json.dumps(t) + "\n" for t in transactions)
-    if len(transactions) == 1:
-        text += "\n"  # NDJSON of one line is one document either way
-    proc = subprocess.run([peer, "--db", str(path), "--json", "add", "-"], input=text.encode(), env=env,
-                          capture_output=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr.decode()
+def run_peer(runtime, path, transactions) -> list:
+    """Every transaction, rejected ones included, as its own `add` call; the error names (or None)."""
+    outcomes = []
+    for data in transactions:
+        # json.dumps keeps 0.0 a float, and ASCII escapes keep U+2028 from splitting lines upstream.
+        outcome = runtime.run(path, "--json", "add", "-", stdin=(json.dumps(data) + "\n").encode())
+        if outcome.rc not in (0, 1) or (outcome.rc == 1 and not outcome.error_name):
+            raise AssertionError(f"the peer crashed on {json.dumps(data)[:300]}: {outcome.stderr[-2000:]!r}")
+        outcomes.append(outcome.error_name or None)
+    return outcomes
+
+
+@pytest.fixture(scope="module")
+def peer_runtime():
+    if peer_executable() is None:
+        pytest.skip("FGRAPH_PEER is not set")
+    runtime = Runtime(peer_executable(), "peer")
+    yield runtime
+    runtime.close()
 
 
 @pytest.mark.peer
-@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
 @settings(max_examples=int(os.environ.get("FGRAPH_EXAMPLES", "12")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=histories)
-def test_random_histories_match_peer_core_rows(tmp_path_factory, history):
+@given(history=risky_histories)
+def test_random_histories_match_peer_core_rows(tmp_path_factory, peer_runtime, history):
     base = tmp_path_factory.mktemp("h")
     ours, theirs = base / "ours.db", base / "theirs.db"
     env = {"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": CONFORMANCE_SEED}
@@ -78,6 +87,6 @@ def test_random_histories_match_peer_core_rows(tmp_path_factory, history):
     finally:
         for k, v in saved.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-    committed = [t for t, o in zip([SCHEMA] + history, outcomes) if o is None]
-    run_peer(peer_executable(), theirs, committed)
-    assert core_rows(str(ours)) == core_rows(str(theirs)), json.dumps(committed)
+    theirs_outcomes = run_peer(peer_runtime, theirs, [SCHEMA] + history)
+    assert outcomes == theirs_outcomes, json.dumps(list(zip(outcomes, theirs_outcomes, [SCHEMA] + history)))[:3000]
+    assert core_rows(str(ours)) == core_rows(str(theirs)), json.dumps(history)

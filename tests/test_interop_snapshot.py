@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 import fgraph
 from tests.conftest import peer_executable
-from tests.strategies import ATTRS, SCHEMA, histories
+from tests.strategies import ATTRS, SCHEMA, risky_histories as histories
 
 pytestmark = [
     pytest.mark.peer,
@@ -46,7 +46,7 @@ pytestmark = [
 EXAMPLES = int(os.environ.get("FGRAPH_EXAMPLES", "8"))
 
 
-from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, run_cli  # noqa: F401
+from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, peer_replay, run_cli  # noqa: F401
 
 
 def ours(path: Path, fn, *, read_only: bool = False):
@@ -81,16 +81,18 @@ def build_both(base: Path, transactions: list, undo_pick: int | None) -> tuple[P
     peer, then undo the ``undo_pick``-th applied transaction in both. Returns both paths and a
     description of the scenario for assertion messages."""
     mine, theirs = base / "ours.fgraph", base / "theirs.fgraph"
-    committed, applied = [], []
+    committed, applied, outcomes = [], [], []
     for data in transactions:
         try:
             report = ours(mine, lambda db, data=data: db.transact(data))
-        except fgraph.FgraphError:
+        except fgraph.FgraphError as exc:
+            outcomes.append(exc.name)
             continue
+        outcomes.append(None)
         committed.append(data)
         if report["status"] == "applied":
             applied.append(report["tx"])
-    peer(theirs, "--json", "add", "-", stdin=ndjson(committed))
+    peer_replay(theirs, transactions, outcomes)
     scenario = {"committed": committed}
     if undo_pick is not None and applied:
         target = applied[undo_pick % len(applied)]

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 import fgraph
 from tests.conftest import UPSTREAM, peer_executable
-from tests.strategies import SCHEMA, histories
+from tests.strategies import SCHEMA, risky_histories as histories
 
 pytestmark = [
     pytest.mark.peer,
@@ -47,13 +47,13 @@ BOUNDARIES = UPSTREAM / "portable-boundaries.json"
 EXAMPLES = int(os.environ.get("FGRAPH_EXAMPLES", "10"))
 
 
-from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, run_cli  # noqa: F401
+from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, peer_replay, run_cli  # noqa: F401
 
 
 def our_replay(path: Path, transactions: list) -> tuple[list, int]:
     """One connect per transaction; returns the transactions that did not fail and
     how many of them wrote a transaction (a no-op writes no event)."""
-    committed, events = [], 0
+    committed, events, outcomes = [], 0, []
     with deterministic_env():
         for data in transactions:
             db = fgraph.connect(str(path))
@@ -61,10 +61,12 @@ def our_replay(path: Path, transactions: list) -> tuple[list, int]:
                 report = db.transact(data)
                 committed.append(data)
                 events += report["status"] != "noop"
-            except fgraph.FgraphError:
-                pass
+                outcomes.append(None)
+            except fgraph.FgraphError as exc:
+                outcomes.append(exc.name)
             finally:
                 db.close()
+    our_replay.outcomes = outcomes
     return committed, events
 
 
@@ -146,7 +148,7 @@ def test_streams_cross_runtime(tmp_path_factory, history, kind):
     base = tmp_path_factory.mktemp("streams")
     ours, theirs = base / "ours.fgraph", base / "theirs.fgraph"
     committed, events = our_replay(ours, [SCHEMA] + history)
-    peer(theirs, "--json", "add", "-", stdin=ndjson(committed))
+    peer_replay(theirs, [SCHEMA] + history, our_replay.outcomes)
     context = json.dumps(committed, ensure_ascii=True)
 
     # item 3: both writers emit the same stream

@@ -14,14 +14,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import Implementation
 
-pytest.importorskip("mcp")
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.types import Implementation  # noqa: E402
-
-import fgraph  # noqa: E402
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable  # noqa: E402
+import fgraph
+from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
 
 OURS = str(Path(sys.executable).parent / "fgraph")
 # the published nine in their order, then ours: context (issue 14 item 5)

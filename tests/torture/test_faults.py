@@ -5,7 +5,6 @@ the database must be unchanged by a failed call (same logical digest) and clean 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections import Counter

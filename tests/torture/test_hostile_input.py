@@ -5,7 +5,6 @@ and hostile paths. Each must end in success or a typed error, leave a refused da
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import stat
