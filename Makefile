@@ -9,7 +9,7 @@ FGRAPH_PEER ?= $(REFPEER)
 export FGRAPH_PEER
 endif
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test torture venv bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+
+# The torture suite at full size (issue 15): kill -9, faults below SQLite, full disks, concurrency,
+# hostile input and paths; `make test` runs the same families at a bounded size. Figures:
+# docs/reliability.md. FGRAPH_QUERIES sizes the cross-runtime restore mutations (5000 -> 1000 inputs).
+torture: $(STAMP)
+	FGRAPH_TORTURE=full FGRAPH_QUERIES=5000 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/torture tests/test_hostile.py tests/test_interop_restore_mutations.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/transact.py

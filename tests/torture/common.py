@@ -26,9 +26,15 @@ def rng(family: str) -> random.Random:
     return random.Random(f"{SEED}:{family}")
 
 
+VERDICTS = ("lost", "partial", "tracebacks", "hangs")
+
+
 def report(family: str, counts: Counter, **figures) -> None:
-    """One summary line per family, printed at the end of the run (and kept for docs/reliability.md)."""
-    shown = " ".join(f"{key}={counts[key]}" for key in sorted(counts))
+    """One summary line per family, printed at the end of the run (and kept for docs/reliability.md).
+    The four verdicts are always shown; a family that saw any of them has already failed its test,
+    so a printed line means they stayed at 0."""
+    shown = " ".join(f"{key}={counts[key]}" for key in VERDICTS) + " | "
+    shown += " ".join(f"{key}={counts[key]}" for key in sorted(counts) if key not in VERDICTS)
     extra = " ".join(f"{key}={value}" for key, value in figures.items())
     SUMMARY[family] = f"torture {family}: {shown} {extra}".rstrip()
 
@@ -84,15 +90,17 @@ def verdict(path) -> str:
     """What doctor says of a file after a failure: "ok"; "scrub_owed" (an excision committed but its
     physical scrub did not finish, which doctor --repair completes); "uninitialized" (SQLite created
     the file, genesis never committed: any writer initializes it); else doctor's own words."""
-    code, out, err = cli("--db", str(path), "doctor", "--json")
-    if not out.strip():
-        return "uninitialized" if "not an initialized fgraph database" in err else f"exit {code}: {err}"
-    found = json.loads(out)
+    import fgraph
+    try:
+        with fgraph.connect(str(path), read_only=True) as db:
+            found = db.doctor()
+    except fgraph.FgraphError as exc:
+        return "uninitialized" if "not an initialized fgraph database" in str(exc) else f"{exc.name}: {exc}"
     if found.get("ok") is True:
         return "ok"
-    if [p for p in found["problems"] if not p.startswith("excision scrub pending")] == []:
+    if [p for p in found["problems"] if not str(p).startswith("excision scrub pending")] == []:
         return "scrub_owed"
-    return out
+    return json.dumps(found, default=str)
 
 
 def wait_for(predicate, timeout: float = 30.0, step: float = 0.02) -> bool:

@@ -88,7 +88,7 @@ def test_ulimit_f_sweep(kind, material):
     expected = content(target)
     largest = _files_size(target.parent)
     counts = Counter()
-    steps = size(6, 60)
+    steps = size(3, 60)
     for step in range(steps):
         limit = 4096 + (largest - 4096) * step // steps
         target = _prepare(kind, material)

@@ -24,12 +24,12 @@ RESULTS: Counter = Counter()
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A store of 1,200 entities (one with the canary), its events, snapshot and backup, and inputs."""
+    """A store of 600 entities (one with the canary), its events, snapshot and backup, and inputs."""
     root = tmp_path_factory.mktemp("kill")
-    records = [{"id": f"e{i}", "t/s": "x" * 300, "t/n": i} for i in range(1200)]
+    records = [{"id": f"e{i}", "t/s": "x" * 300, "t/n": i} for i in range(600)]
     records[7]["t/secret"] = CANARY
     (root / "in.ndjson").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (root / "more.ndjson").write_text("".join(json.dumps({"id": f"m{i}", "t/n": i}) + "\n" for i in range(3000)))
+    (root / "more.ndjson").write_text("".join(json.dumps({"id": f"m{i}", "t/n": i}) + "\n" for i in range(1500)))
     db = root / "base.db"
     assert cli("--db", str(db), "add", "--batch-size", "100", f"@{root / 'in.ndjson'}")[0] == 0
     for name, args in (("events", ("tail",)), ("snap", ("snapshot",))):
@@ -45,7 +45,7 @@ def template(tmp_path_factory):
 
 def _command(kind: str, root, target) -> list[str]:
     return {"add": ["--db", str(target), "add", f"@{root / 'more.ndjson'}"],
-            "add-batch": ["--db", str(target), "add", "--batch-size", "3000", f"@{root / 'more.ndjson'}"],
+            "add-batch": ["--db", str(target), "add", "--batch-size", "1500", f"@{root / 'more.ndjson'}"],
             "apply": ["--db", str(target), "apply", str(root / "events")],
             "restore": ["--db", str(target), "restore", str(root / "snap")],
             "backup": ["--db", str(target.parent / "source.db"), "backup", str(target)],
@@ -99,7 +99,7 @@ def test_kill_9_at_random_moments(kind, template, tmp_path):
                    capture_output=True)
     duration = time.monotonic() - started
     counts = Counter()
-    for cycle in range(size(3, 200)):
+    for cycle in range(size(2, 200)):
         cycle_dir = _fresh(tmp_path, f"c{cycle}")
         target = _prepare(kind, template, cycle_dir)
         files_before = _files(cycle_dir)
