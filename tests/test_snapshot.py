@@ -203,7 +203,8 @@ def test_resealed_mutations_fail_atomically(snapshot_text, name, mutate, error):
     ("footer removed", lambda t: "".join(line + "\n" for line in t.splitlines()[:-1]), "TypeError"),
     ("truncated mid-line", lambda t: t[: len(t) // 2], "TypeError"),
     ("empty", lambda t: "", "TypeError"),
-    ("invalid utf-8", lambda t: t.encode()[:40] + b"\xff" + t.encode()[40:], "FormatError"),
+    # bytes in memory (or on stdin) are lines, not a named file: TypeError, as the published CLI answers
+    ("invalid utf-8", lambda t: t.encode()[:40] + b"\xff" + t.encode()[40:], "TypeError"),
     ("oversized line", lambda t: " " * (2 * 8454144 + 65537) + t, "TooLarge"),
     ("duplicate receipt", lambda t: t.splitlines()[0] + "\n" + t.splitlines()[1] + "\n" +
      "\n".join(t.splitlines()[1:]) + "\n", "Conflict"),

@@ -6,6 +6,7 @@ and hostile paths. Each must end in success or a typed error, leave a refused da
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 from collections import Counter
@@ -107,8 +108,13 @@ def _hostile_paths(tmp_path) -> dict[str, str]:
     os.chmod(readonly_dir, stat.S_IRUSR | stat.S_IXUSR)
     wal_dir = tmp_path / "waldir"
     wal_dir.mkdir()
-    os.link(good, wal_dir / "x.db")
+    shutil.copy(good, wal_dir / "x.db")
     os.mkdir(wal_dir / "x.db-wal")
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    shutil.copy(good, stale / "x.db")
+    (stale / "x.db-wal").write_bytes(os.urandom(40_000))     # leftover sidecars full of noise
+    (stale / "x.db-shm").write_bytes(os.urandom(32_768))
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"SQLite format 3\x00" + os.urandom(5000))
     text = tmp_path / "text.db"
@@ -117,7 +123,7 @@ def _hostile_paths(tmp_path) -> dict[str, str]:
             "missing-dir": str(tmp_path / "no" / "such" / "x.db"), "/dev/null": "/dev/null",
             "/dev/zero": "/dev/zero", "/proc/self/status": "/proc/self/status",
             "readonly-dir": str(readonly_dir / "x.db"), "wal-is-dir": str(wal_dir / "x.db"),
-            "junk": str(junk), "text": str(text)}
+            "stale-sidecars": str(stale / "x.db"), "junk": str(junk), "text": str(text)}
 
 
 COMMANDS = (("info",), ("doctor",), ("snapshot",), ("tail",), ("add", '{"id":"b","t/n":2}'),
@@ -134,7 +140,7 @@ def test_hostile_paths_are_refused_typed_and_at_once(tmp_path):
             counts["calls"] += 1
             if code == 0:
                 counts["accepted"] += 1   # a writable open of a read-only directory as root, say
-                assert name == "readonly-dir", (name, command, out)
+                assert name in ("readonly-dir", "stale-sidecars"), (name, command, out)
                 continue
             assert is_typed_failure(code, out, err), (name, command, code, err)
             counts["typed"] += 1
