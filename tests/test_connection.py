@@ -207,3 +207,31 @@ def test_writer_lock_busy_is_conflict(tmp_path, monkeypatch):
         holder.execute("ROLLBACK")
         holder.close()
         db.close()
+
+
+def _open_at_once(path, barrier, results):
+    barrier.wait()
+    try:
+        connection.open_connection(path).close()
+        results.put("ok")
+    except fgraph.FgraphError as exc:
+        results.put(f"{exc.name}: {exc}")
+
+
+def test_processes_opening_a_new_file_together_wait_for_each_other(tmp_path):
+    """Switching a new file to WAL answers BUSY at once (no busy handler) while another process
+    creates it; every opener must wait instead of failing with Conflict (issue 15, creation race)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    failures = []
+    for round_number in range(40):
+        path = str(tmp_path / f"new{round_number}.db")
+        barrier, results = context.Barrier(6), context.Queue()
+        workers = [context.Process(target=_open_at_once, args=(path, barrier, results)) for _ in range(6)]
+        for worker in workers:
+            worker.start()
+        failures += [outcome for outcome in (results.get(timeout=60) for _ in workers) if outcome != "ok"]
+        for worker in workers:
+            worker.join(60)
+    assert failures == []

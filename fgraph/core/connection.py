@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 import urllib.parse
 
 import apsw
@@ -27,8 +28,20 @@ def set_busy_timeout(conn: apsw.Connection) -> None:
 
 
 def set_wal_journal(conn: apsw.Connection) -> None:
-    """WAL lets readers (tail, backup, doctor) run beside one writer; it must stick."""
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
+    """WAL lets readers (tail, backup, doctor) run beside one writer; it must stick.
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite answers BUSY at once
+    instead of calling the busy handler when another process is creating the same file:
+    wait for it here, within the same 5 s a writer would wait."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchall()[0][0]
+            break
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.002)
     if str(mode).lower() != "wal":
         raise FormatError(f"could not switch the database to WAL mode (got {mode!r})",
                           "put the file on a local filesystem that supports shared memory")
