@@ -28,13 +28,13 @@ def translate(exc: BaseException, *, writing: bool = False) -> FgraphError | Non
                            f"check free space, the file size limit (ulimit -f) and the disk, then retry{after}")
     if isinstance(exc, apsw.CantOpenError):
         return FormatError("SQLite could not open the database or one of its -wal/-shm/-journal files",
-                           "check that the file and its directory exist and are accessible")
+                           f"check that the file and its directory exist and are accessible{after}")
     if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
         return FormatError(f"the file is not a database or is damaged ({_detail(exc)})",
-                           "run `fgraph doctor`, and restore from a backup or snapshot if it reports damage")
+                           f"run `fgraph doctor`, and restore from a backup or snapshot if it reports damage{after}")
     if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
         return Conflict("the database is locked by another process",
-                        "retry in a moment; only one process can write at a time")
+                        f"retry in a moment; only one process can write at a time{after}")
     return None
 
 
