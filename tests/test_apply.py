@@ -252,3 +252,29 @@ def test_summary_is_json_ready(stream):
                                                            "events": 0, "noop": 0}
     finally:
         db.close()
+
+
+def test_an_event_with_unrounded_vector_components_applies_and_stays_sound():
+    """Another runtime may write vector components float32 cannot hold (0.2500000001). The event is
+    kept as written, the fact stores the float32 value, and doctor, snapshot and restore must still
+    recognise them as the same fact (the torture hostile-input family found doctor reporting a
+    disagreement; the published runtime accepts such a stream and its doctor is clean)."""
+    source = fresh()
+    source.transact({"id": "p", "t/v": {"vector": [0.5, 0.25]}})
+    stream = "".join(line + "\n" for line in source.iter_events()).replace("0.25]", "0.2500000001]")
+    source.close()
+    assert "0.2500000001" in stream
+    db = fresh()
+    try:
+        db.apply(stream)
+        assert db.doctor()["ok"]
+        assert "0.2500000001" in "".join(db.iter_events())
+        snapshot = db.snapshot()
+        copy = fresh()
+        try:
+            copy.restore(snapshot)
+            assert copy.snapshot() == snapshot and copy.doctor()["ok"]
+        finally:
+            copy.close()
+    finally:
+        db.close()

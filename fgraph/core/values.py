@@ -265,6 +265,20 @@ def pack_vector(raw) -> bytes:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def as_stored_tuple(item):
+    """A fact tuple whose vector components are given as stored (float32): an event applied from
+    another runtime may carry components float32 cannot hold exactly; its fact keeps the rounded
+    value, and the two must still be recognised as the same fact (doctor, restore's cross-check)."""
+    if isinstance(item, list) and len(item) >= 2 and item[-1] == "vector" and isinstance(item[-2], dict) \
+            and set(item[-2]) == {"vector"}:
+        try:
+            stored = render_vector(pack_vector(item[-2]["vector"]))
+        except (ValueTypeError, TooLarge):
+            return item
+        return [*item[:-2], {"vector": stored}, "vector"]
+    return item
+
+
 def vector_value(raw) -> Value:
     packed = pack_vector(raw)
     return Value(TAG_VECTOR, indirect_key(TAG_VECTOR, packed), packed)

@@ -28,7 +28,7 @@ from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.rows import Rows
 from fgraph.core.transact import check_operation_id
 from fgraph.core.txn import write_transaction
-from fgraph.core.values import RefWire
+from fgraph.core.values import RefWire, as_stored_tuple
 
 MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -258,10 +258,10 @@ class Restorer:
         parsed = None
         if text is not None:
             doc = loads(text)
-            parsed = {"asserted": {dumps(t) for t in doc.get("asserted", [])},
+            parsed = {"asserted": {dumps(as_stored_tuple(t)) for t in doc.get("asserted", [])},
                       "replaced": {dumps(t[:2]) for t in doc.get("asserted", []) if isinstance(t, list)},
-                      "retracted": {dumps(t) for t in doc.get("retracted", [])},
-                      "tx_facts": {dumps(t) for t in doc.get("tx_facts", [])},
+                      "retracted": {dumps(as_stored_tuple(t)) for t in doc.get("retracted", [])},
+                      "tx_facts": {dumps(as_stored_tuple(t)) for t in doc.get("tx_facts", [])},
                       "meta": {"by": doc.get("by"), "source": doc.get("source"),
                                "meta": dumps(doc["meta"]) if "meta" in doc else None},
                       "excision": "redacts" in doc}

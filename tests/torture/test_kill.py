@@ -24,14 +24,14 @@ RESULTS: Counter = Counter()
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A store of 600 entities (one with the canary), its events, snapshot and backup, and inputs."""
+    """A store of 300 entities (one with the canary), its events, snapshot and backup, and inputs."""
     root = tmp_path_factory.mktemp("kill")
-    records = [{"id": f"e{i}", "t/s": "x" * 300, "t/n": i} for i in range(600)]
+    records = [{"id": f"e{i}", "t/s": "x" * 300, "t/n": i} for i in range(300)]
     records[7]["t/secret"] = CANARY
     (root / "in.ndjson").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (root / "more.ndjson").write_text("".join(json.dumps({"id": f"m{i}", "t/n": i}) + "\n" for i in range(1500)))
+    (root / "more.ndjson").write_text("".join(json.dumps({"id": f"m{i}", "t/n": i}) + "\n" for i in range(300)))
     db = root / "base.db"
-    assert cli("--db", str(db), "add", "--batch-size", "100", f"@{root / 'in.ndjson'}")[0] == 0
+    assert cli("--db", str(db), "add", "--batch-size", "50", f"@{root / 'in.ndjson'}")[0] == 0
     for name, args in (("events", ("tail",)), ("snap", ("snapshot",))):
         code, out, err = cli("--db", str(db), *args)
         assert code == 0, err
@@ -45,7 +45,7 @@ def template(tmp_path_factory):
 
 def _command(kind: str, root, target) -> list[str]:
     return {"add": ["--db", str(target), "add", f"@{root / 'more.ndjson'}"],
-            "add-batch": ["--db", str(target), "add", "--batch-size", "1500", f"@{root / 'more.ndjson'}"],
+            "add-batch": ["--db", str(target), "add", "--batch-size", "300", f"@{root / 'more.ndjson'}"],
             "apply": ["--db", str(target), "apply", str(root / "events")],
             "restore": ["--db", str(target), "restore", str(root / "snap")],
             "backup": ["--db", str(target.parent / "source.db"), "backup", str(target)],

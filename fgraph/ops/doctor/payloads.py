@@ -221,9 +221,9 @@ def _payload_sets(c, tx: int, asserting: bool):
                 if not replaced:
                     replaced.append({_key(x[:2]) for x in doc["asserted"] if isinstance(x, list)})
                 return replaced[0]
-            return {"retracted": {_key(x) for x in doc["retracted"]}, "replaced": lazily}
-        return {"asserted": {_key(x) for x in doc["asserted"]},
-                "tx_facts": {_key(x) for x in doc.get("tx_facts", ())}, "excision": "redacts" in doc,
+            return {"retracted": {_key(values.as_stored_tuple(x)) for x in doc["retracted"]}, "replaced": lazily}
+        return {"asserted": {_key(values.as_stored_tuple(x)) for x in doc["asserted"]},
+                "tx_facts": {_key(values.as_stored_tuple(x)) for x in doc.get("tx_facts", ())}, "excision": "redacts" in doc,
                 A_BY: _key([doc["by"]]) if "by" in doc else None,
                 A_SOURCE: _key([doc["source"]]) if "source" in doc else None,
                 A_META: _key([{"json": doc["meta"]}]) if "meta" in doc else None}
