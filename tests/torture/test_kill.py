@@ -110,8 +110,8 @@ def test_kill_9_at_random_moments(kind, template, tmp_path):
         proc.wait()
         counts["cycles"] += 1
         counts["killed" if proc.returncode == -signal.SIGKILL else "finished"] += 1
-        if target.exists() and os.path.getsize(target) == 0 and kind in ("apply", "restore"):
-            counts["empty_file"] += 1   # killed between SQLite creating the file and genesis: still "new"
+        if target.exists() and kind in ("apply", "restore") and verdict(target) == "uninitialized":
+            counts["uninitialized"] += 1   # killed between SQLite creating the file and genesis: still "new"
         elif target.exists() and kind not in ("backup", "restore-backup"):
             found = verdict(target)
             if found == "scrub_owed" and kind == "excise":
