@@ -50,7 +50,7 @@ def test_writers_follower_and_reader_together(tmp_path):
     seen: list[str] = []
     pump = threading.Thread(target=lambda: seen.extend(iter(follower.stdout.readline, "")), daemon=True)
     pump.start()
-    writes = size(40, 400)
+    writes = size(20, 400)
     workers = [context.Process(target=_writer, args=(path, n, writes, results)) for n in range(WRITERS)]
     reader = context.Process(target=_reader, args=(path, stop, results))
     reader.start()
@@ -96,7 +96,7 @@ def _create(path: str, barrier, number: int, results) -> None:
 def test_processes_racing_to_create_a_missing_file(tmp_path):
     context = multiprocessing.get_context("fork")
     counts = Counter()
-    for round_number in range(size(4, 40)):
+    for round_number in range(size(2, 40)):
         path = str(tmp_path / f"race{round_number}.db")
         barrier, results = context.Barrier(6), context.Queue()
         workers = [context.Process(target=_create, args=(path, barrier, n, results)) for n in range(6)]

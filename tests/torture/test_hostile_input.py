@@ -68,7 +68,7 @@ def _attempt(call, db, counts: Counter, what: str) -> None:
 def test_mutated_inputs_end_typed_and_change_nothing_when_refused(what, material, tmp_path):
     random = rng(f"hostile-{what}")
     counts = Counter()
-    for round_number in range(size(60, 3400)):
+    for round_number in range(size(20, 3400)):
         path = str(tmp_path / f"{round_number}.db")
         with fgraph.connect(path, clock=stepping_clock()) as db:
             if what == "apply":

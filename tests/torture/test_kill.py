@@ -99,7 +99,7 @@ def test_kill_9_at_random_moments(kind, template, tmp_path):
                    capture_output=True)
     duration = time.monotonic() - started
     counts = Counter()
-    for cycle in range(size(2, 200)):
+    for cycle in range(size(1, 200)):
         cycle_dir = _fresh(tmp_path, f"c{cycle}")
         target = _prepare(kind, template, cycle_dir)
         files_before = _files(cycle_dir)
