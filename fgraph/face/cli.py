@@ -34,7 +34,7 @@ import sys
 import click
 
 import fgraph
-from fgraph.face import cli_questions
+from fgraph.face import cli_browse, cli_questions, cli_sync
 from fgraph.face import ingest
 from fgraph.face.data_source import open_data
 from fgraph.core.canonical import dumps
@@ -48,6 +48,7 @@ from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXI
 from fgraph.face.paths import resolve_db_path
 
 QUESTIONS = cli_questions  # its commands register themselves on ``cli`` when it is imported
+BRIDGES = (cli_browse, cli_sync)  # likewise: browse (Datasette) and sync (fan-in)
 
 # ----------------------------------------------------------------- commands
 
