@@ -18,7 +18,9 @@ from fgraph.core import transact as _transact
 from fgraph.core.canonical import loads
 from fgraph.core.catalog import IdentityCache
 from fgraph.core.errors import ReadOnly, Unsupported, ValueTypeError
-from fgraph.core.identity import event_factory_from_env, make_clock
+from fgraph.core import timespec
+from fgraph.core.identity import event_factory_from_env, make_clock, read_clock
+from fgraph.core.values import format_instant
 from fgraph.core.declare import declaration, shape_request
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
@@ -95,30 +97,33 @@ class Db:
                                            event_factory=self._event_factory, schema_cache=self._schema_cache,
                                            identity_cache=self._identity_cache))
 
-    def undo(self, transaction, *, by=None, operation_id=None, if_basis_tx=None) -> dict:
+    def undo(self, transaction, *, by=None, source=None, meta=UNSET, operation_id=None, if_basis_tx=None) -> dict:
         """Write the audited inverse of ``transaction`` (spec 07 §3)."""
         self._writable()
-        request = _undo.undo_request(transaction, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx)
+        request = _undo.undo_request(transaction, by=by, source=source, meta=meta, operation_id=operation_id,
+                                     if_basis_tx=if_basis_tx)
         return self._run(request)
 
     add = transact
 
-    def retract(self, ref, attr=None, value=None, *, operation_id=None, if_basis_tx=None) -> dict:
+    def retract(self, ref, attr=None, value=None, *, by=None, source=None, meta=UNSET, operation_id=None,
+                if_basis_tx=None) -> dict:
         """Retract one value, every value of ``attr`` (``value`` None, as in fgraph 1.x), or the entity."""
         op = ["retract", ref]
         if attr is not None:
             op.append(attr)
             if value is not None:
                 op.append(value)
-        return self.transact(op, operation_id=operation_id, if_basis_tx=if_basis_tx)
+        return self.transact(op, by=by, source=source, meta=meta, operation_id=operation_id, if_basis_tx=if_basis_tx)
 
     def declare(self, attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None,
-                doc=None, vector_model=None, operation_id=None, if_basis_tx=None) -> dict:
+                doc=None, vector_model=None, by=None, source=None, meta=UNSET, operation_id=None,
+                if_basis_tx=None) -> dict:
         """Declare an attribute's schema: exactly ``transact`` of the map ``declaration()`` builds (spec 03 §4)."""
         self._writable()
         return self.transact(declaration(attr, type=type, ref=ref, many=many, unique=unique,
                                          nohistory=nohistory, dims=dims, doc=doc, vector_model=vector_model),
-                             operation_id=operation_id, if_basis_tx=if_basis_tx)
+                             by=by, source=source, meta=meta, operation_id=operation_id, if_basis_tx=if_basis_tx)
 
     def declare_shape(self, name, *, required=(), allowed=(), closed=False, operation_id=None,
                       if_basis_tx=None) -> dict:
@@ -161,7 +166,8 @@ class Db:
 
     # -- event streams ----------------------------------------------------------
     def iter_events(self, since: int = GENESIS_TX, through: int | None = None):
-        """Canonical event lines (without LF), streamed in tx order."""
+        """Canonical event lines (without LF), streamed in tx order; ``since`` is a local tx id
+        (exclusive, need not be a transaction; for a time use ``resolve_time`` first)."""
         for _, line in _events.iter_event_lines(self.connection, since, self._through(through)):
             yield line
 
@@ -182,7 +188,7 @@ class Db:
         """
         if self.basis is not None:
             raise Unsupported("cannot follow a historical view", "follow the database itself")
-        since_tx = GENESIS_TX if since is None else self._reader().resolve_time(since, absolute=True)
+        since_tx = GENESIS_TX if since is None else self.resolve_time(since)
         for _, line in _events.follow_lines(self.connection, since_tx, stop=stop, longest=interval):
             yield line
 
@@ -233,6 +239,18 @@ class Db:
             self._identity_cache.clear()
 
     # -- reads ------------------------------------------------------------------
+    def info(self, digest: bool = False) -> dict:
+        """``stats()`` plus the latest transaction and its time (what ``--if-basis-tx`` needs);
+        with ``digest`` also ``basis_tx`` and the logical digest, all read at one basis."""
+        view = self.at(self.latest_tx()) if self.basis is None else self
+        latest = view.latest_tx()
+        out = dict(view.stats(), latest_tx=latest, latest_at=format_instant(view.receipt(latest)["at"]))
+        if digest:
+            out.update(basis_tx=latest, digest=view.logical_digest())
+        if view is not self:
+            view.close()
+        return out
+
     def stats(self) -> dict:
         """The counts of ``fgraph info`` (spec 09)."""
         return self._reader().stats()
@@ -264,9 +282,13 @@ class Db:
         return _search.search(self.connection, self._reader, historical=self.basis is not None, budget=self.query_budget,
                               options=options)
 
-    def context(self, since=None, budget: int = _context.DEFAULT_BUDGET) -> dict:
-        """The changes after ``since`` rendered for a prompt, newest first, within ``budget`` characters."""
-        return _context.context(self._reader(), since, budget)
+    def context(self, since=None, budget: int = _context.DEFAULT_BUDGET, *, limit: int = _context.DEFAULT_LIMIT,
+                entity=None, format: str = "markdown") -> dict:
+        """The most recent changes after ``since`` (a transaction or time, ``24h`` included) for a
+        prompt: newest first, grouped per transaction with who, where and when, at most ``limit``
+        items and ``budget`` characters, ending with how to get what was left out."""
+        low = None if since is None else self.resolve_time(since)
+        return _context.context(self._reader(), low, budget, limit=limit, entity=entity, format=format)
 
     def schema(self, prefix=None, *, include_system: bool = False) -> dict:
         """The schema page at this view's basis: attributes, shapes and their digest (spec 13 §11)."""
@@ -303,12 +325,12 @@ class Db:
     def diff(self, t1, t2) -> dict:
         """The facts asserted and retracted after ``t1`` (the exclusive lower bound, like ``since``)
         through ``t2`` (inclusive); the parameter names are spec 11's."""
-        return self._reader().diff(t1, t2)
+        return self._reader().diff(self._instant_of(t1), self._instant_of(t2))
 
     def changes(self, since, until=None) -> dict:
         """The facts asserted and retracted after ``since`` through ``until`` (default: this view's basis)."""
         reader = self._reader()
-        return reader.diff(since, reader.basis if until is None else until)
+        return reader.diff(self._instant_of(since), reader.basis if until is None else self._instant_of(until))
 
     def receipt(self, transaction) -> dict:
         """The receipt of one transaction (spec 03 §13)."""
@@ -316,11 +338,25 @@ class Db:
 
     def at(self, value) -> "Db":
         """A read-only view of the database as of a transaction id or time (spec 09)."""
-        basis = self._reader().resolve_time(value, absolute=True)
+        basis = self.resolve_time(value)
         if self.basis is not None:
             basis = min(basis, self.basis)  # a view never sees past its own basis
         return Db(self.connection, self.path, clock=self._clock, read_only=True,
                   event_factory=self._event_factory, basis=basis, query_budget=self.query_budget)
+
+    def resolve_time(self, value) -> int:
+        """The last transaction at or before ``value``: a transaction id (itself), an instant in µs,
+        RFC 3339 text, or a duration before now by this database's clock (``90m``, ``24h``, ``7d``).
+        NotFound names the time when the store holds no transaction that early."""
+        if timespec.duration_us(value) is not None:
+            instant = timespec.instant_before(read_clock(self._clock), value)
+            return self._reader().resolve_instant(instant, f"{value} ago ({format_instant(instant)})",
+                                                  absolute=True)
+        return self._reader().resolve_time(value, absolute=True)
+
+    def _instant_of(self, value):
+        """A duration becomes its transaction here; anything else the reader resolves as before."""
+        return self.resolve_time(value) if timespec.duration_us(value) is not None else value
 
     def resolve(self, ref) -> int:
         """The id of a selector (name, id, lookup, ``{"eid": …}``) at this view's basis; NotFound if unknown."""

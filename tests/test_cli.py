@@ -135,7 +135,9 @@ def test_every_command_prints_its_library_result(tmp_path, deterministic_env):
         twin.check(["tx", str(first)], lambda db: db.receipt(first), mode=mode)
     code, out, _ = invoke(["--db", twin.cli_db, "info"])
     with fgraph.connect(str(twin.lib_db)) as db:
-        assert code == 0 and _no_size(json.loads(out)) == _no_size(db.stats())
+        assert code == 0 and _no_size(json.loads(out)) == _no_size(db.info())
+        assert db.info()["latest_tx"] == db.latest_tx() and set(db.info()) == set(db.stats()) | {"latest_tx",
+                                                                                                "latest_at"}
 
 
 def test_version_prints_the_version_string():

@@ -189,10 +189,19 @@ class Reader:
             instant = values.parse_instant(value)
         else:
             raise ValueTypeError(f"time {value!r} is not valid", "pass a transaction id, microseconds or RFC 3339")
+        label = f"{value} µs ({values.format_instant(instant)})" if isinstance(value, int) else repr(value)
+        return self.resolve_instant(instant, label, absolute)
+
+    def resolve_instant(self, instant: int, label: str, absolute: bool = False) -> int:
+        """The last transaction at or before ``instant``; NotFound naming ``label`` and the first
+        transaction's time when the store holds none that early."""
+        cat = Catalog(self.conn, None, self.cat.cache) if absolute else self.cat
         tx = cat.tx_for_instant(instant)
         if tx is None:
-            raise NotFound(f"{value!r} is before the first transaction",
-                           "pass a transaction id or a time after the database was created")
+            first = cat.tx_at(GENESIS_TX)
+            since = "" if first is None else f" (transaction {GENESIS_TX} at {values.format_instant(first)})"
+            raise NotFound(f"{label} is before the first transaction{since}",
+                           f"pass a later time, or {GENESIS_TX} for the whole history")
         return tx
 
     def diff(self, since, through) -> dict:

@@ -44,9 +44,10 @@ from fgraph.core.limits import GENESIS_TX
 from fgraph.db import connect
 from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
-                                  _run, _TimeParam, _write_line, cli, common_options)
+                                  _run, _TimeParam, _WhenParam, _write_line, cli, common_options, provenance_options)
 from fgraph.face.paths import resolve_db_path
 
+AT_HELP = "Read as of a transaction id, µs instant, RFC 3339 time or duration before now (90m, 24h, 7d)."
 QUESTIONS = cli_questions  # its commands register themselves on ``cli`` when it is imported
 BRIDGES = (cli_browse, cli_sync)  # likewise: browse (Datasette) and sync (fan-in)
 
@@ -65,14 +66,8 @@ def init(ctx):
 @click.option("--digest", is_flag=True, help="Also print basis_tx (the latest committed transaction) and the logical digest there.")
 @click.pass_context
 def info(ctx, digest):
-    """Print the statistics of an existing database."""
-    if not digest:
-        _run(ctx, RO, lambda db: db.stats())
-        return
-    def pinned(db):
-        view = db.at(db.latest_tx())  # stats and digest at one basis, whatever a writer does meanwhile
-        return dict(view.stats(), basis_tx=view.latest_tx(), digest=view.logical_digest())
-    _run(ctx, RO, pinned)
+    """Print the statistics of an existing database and its latest transaction."""
+    _run(ctx, RO, lambda db: db.info(digest))
 
 
 @cli.command()
@@ -82,8 +77,9 @@ def info(ctx, digest):
 @click.option("--operation-id-prefix", help="Batch k gets operation id PREFIX:k (8 digits); needs --batch-size.")
 @click.option("--batch-size", type=click.IntRange(1, 10000), help="Transact records in batches of at most N.")
 @click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@provenance_options
 @click.pass_context
-def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
+def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx, provenance=None):
     """Transact JSON or NDJSON given inline, as @file, or on stdin with '-'."""
     if operation_id_prefix is not None and operation_id is not None:
         raise click.UsageError("choose --operation-id for one transaction or --operation-id-prefix for batches", ctx)
@@ -91,7 +87,7 @@ def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
         raise click.UsageError("--operation-id-prefix requires --batch-size", ctx)
     with open_data(data, sys.stdin) as source:
         job = ingest.prepare(source, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
-                             batch_size=batch_size, if_basis_tx=if_basis_tx)
+                             batch_size=batch_size, if_basis_tx=if_basis_tx, provenance=provenance)
         _run(ctx, RW, lambda db: ingest.add(db, job))
 
 
@@ -102,14 +98,15 @@ def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx):
 @click.argument("value", required=False)
 @click.option("--operation-id", help="Idempotency key of the transaction.")
 @click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@provenance_options
 @click.pass_context
-def retract(ctx, ref, attr, value, operation_id, if_basis_tx):
+def retract(ctx, ref, attr, value, operation_id, if_basis_tx, provenance=None):
     """Retract one fact (VALUE is JSON), an attribute, or a whole entity."""
     rest = () if attr is None else (attr,) if value is None else (attr, _json_argument(value, "retract value"))
     # The retract operation itself: a JSON null VALUE must reach the planner (TypeError, or a no-op for an
     # unknown entity), while the library's retract(value=None) means "every value", as in fgraph 1.x.
     _run(ctx, RW, lambda db: db.transact(["retract", _ref(ref), *rest], operation_id=operation_id,
-                                         if_basis_tx=if_basis_tx))
+                                         if_basis_tx=if_basis_tx, **(provenance or {})))
 
 
 @cli.command()
@@ -128,22 +125,24 @@ def retract(ctx, ref, attr, value, operation_id, if_basis_tx):
 @click.option("--vector-model", help="Name of the embedding model.")
 @click.option("--operation-id", help="Idempotency key of the transaction.")
 @click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@provenance_options
 @click.pass_context
 def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, history, dims, doc, vector_model,
-            operation_id, if_basis_tx):
+            operation_id, if_basis_tx, provenance=None):
     """Declare the schema of one attribute."""
     flags = dict(many=_pair(ctx, many, one, "--many", "--one"),
                  unique=_pair(ctx, unique, not_unique, "--unique", "--not-unique"),
                  nohistory=_pair(ctx, nohistory, history, "--nohistory", "--history"))
     _run(ctx, RW, lambda db: db.declare(attr, type=type_, ref=ref, dims=dims, doc=doc, vector_model=vector_model,
-                                        operation_id=operation_id, if_basis_tx=if_basis_tx, **flags))
+                                        operation_id=operation_id, if_basis_tx=if_basis_tx, **flags,
+                                        **(provenance or {})))
 
 
 @cli.command()
 @common_options
 @click.argument("ref")
 @click.option("--depth", type=int, default=1, show_default=True, help="Pull referenced entities this deep.")
-@click.option("--at", type=_TimeParam(), help="Pin the read (its basis) to a transaction id, µs instant or RFC 3339 time.")
+@click.option("--at", type=_TimeParam(), help=AT_HELP)
 @click.pass_context
 def get(ctx, ref, depth, at):
     """Print one entity's live attributes."""
@@ -154,10 +153,11 @@ def get(ctx, ref, depth, at):
 @common_options
 @click.argument("ref")
 @click.argument("attr", required=False)
+@click.option("--at", type=_TimeParam(), help=AT_HELP)
 @click.pass_context
-def history(ctx, ref, attr):
+def history(ctx, ref, attr, at):
     """Print every fact ever asserted for an entity (or one attribute)."""
-    _run(ctx, RO, lambda db: db.history(_ref(ref), attr))
+    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).history(_ref(ref), attr))
 
 
 @cli.command()
@@ -172,11 +172,17 @@ def why(ctx, ref, attr):
 
 @cli.command()
 @common_options
-@click.argument("t1", type=int)
-@click.argument("t2", type=int)
+@click.argument("t1", type=_WhenParam())
+@click.argument("t2", type=_WhenParam())
 @click.pass_context
 def diff(ctx, t1, t2):
-    """Print the facts asserted and retracted after T1 (exclusive lower bound) through T2 (inclusive)."""
+    """Print the facts asserted and retracted after T1 (exclusive) through T2 (inclusive).
+
+    T1 and T2 are transaction ids, µs instants, RFC 3339 times or durations before now.
+
+    \b
+    Example: fgraph diff 24h 0s
+    """
     _run(ctx, RO, lambda db: db.diff(t1, t2))
 
 
@@ -204,7 +210,8 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
 @cli.command()
 @common_options
 @click.option("--since", type=_TimeParam(), default=str(GENESIS_TX), show_default=True,
-              help="Exclusive lower bound: a local tx id (with --follow also a µs instant or RFC 3339 time).")
+              help="Exclusive lower bound: a local tx id, an RFC 3339 time or a duration such as 24h "
+                   "(with --follow an integer that is no transaction is a µs instant).")
 @click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
 @click.pass_context
 def tail(ctx, since, follow):
@@ -212,7 +219,9 @@ def tail(ctx, since, follow):
     if follow:
         _stream(ctx, lambda db: db.follow_lines(since), flush_each=True)
     else:
-        _stream(ctx, lambda db: db.iter_events(since), flush_each=False)
+        # An integer is a local tx id as in spec 04 §4; text is a time, resolved to its transaction.
+        _stream(ctx, lambda db: db.iter_events(db.resolve_time(since) if isinstance(since, str) else since),
+                flush_each=False)
 
 
 class _Progress:
@@ -258,10 +267,12 @@ def apply(ctx, src, dry_run):
 @click.argument("transaction", type=int)
 @click.option("--operation-id", help="Idempotency key of the transaction.")
 @click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@provenance_options
 @click.pass_context
-def undo(ctx, transaction, operation_id, if_basis_tx):
+def undo(ctx, transaction, operation_id, if_basis_tx, provenance=None):
     """Write the audited inverse of one transaction."""
-    _run(ctx, RW, lambda db: db.undo(transaction, operation_id=operation_id, if_basis_tx=if_basis_tx))
+    _run(ctx, RW, lambda db: db.undo(transaction, operation_id=operation_id, if_basis_tx=if_basis_tx,
+                                     **(provenance or {})))
 
 
 @cli.command()

@@ -18,6 +18,8 @@ from fgraph.db import connect
 from fgraph.core.errors import FgraphError
 from fgraph.face.paths import resolve_db_path
 from fgraph.core.mappings import plain
+from fgraph.core.timespec import duration_us
+from fgraph.core.values import parse_instant
 
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
@@ -61,6 +63,23 @@ def common_options(f):
                         help="Database file [env FGRAPH_DB; default facts.fgraph].")(f)
 
 
+def provenance_options(f):
+    """``--by``, ``--source`` and ``--meta``, handed to the command as one ``provenance`` dict of
+    the options given (``meta`` may be JSON null; absent means "not supplied")."""
+    def collect(ctx: click.Context, param, value):
+        if value is not None:
+            given = ctx.params.setdefault("provenance", {})
+            given[param.name] = _json_argument(value, "--meta") if param.name == "meta" else value
+        return value
+    f = click.option("--meta", metavar="JSON", expose_value=False, callback=collect,
+                     help="Any JSON kept with the transaction (its event's meta).")(f)
+    f = click.option("--source", metavar="TEXT", expose_value=False, callback=collect,
+                     help="Where the change comes from (a file, a URL, a conversation).")(f)
+    f = click.option("--by", metavar="WHO", envvar="FGRAPH_BY", show_envvar=True, expose_value=False,
+                     callback=collect, help="Who makes the change.")(f)
+    return f
+
+
 def _run(ctx: click.Context, mode: str, call) -> None:
     """Open the database read-only (RO) or writable (RW), apply ``call`` to it, print the result."""
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
@@ -70,6 +89,14 @@ def _run(ctx: click.Context, mode: str, call) -> None:
         _write_line(dumps(result))
     else:
         _write_line(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def _run_text(ctx: click.Context, mode: str, call) -> None:
+    """Like ``_run`` for a call that returns text meant for people (or a prompt): printed as it is."""
+    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
+        text = call(db)
+    _write_line(text)
 
 
 def _write_line(text: str) -> None:
@@ -119,6 +146,23 @@ class _TimeParam(click.ParamType):
             if value.strip().lstrip("+-").isdigit():
                 self.fail(f"{value[:40]!r}... is too long for an integer", param, ctx)
             return value
+
+
+class _WhenParam(_TimeParam):
+    """A point in time checked while parsing: an integer, an RFC 3339 time or a duration (``24h``);
+    anything else is a usage error, as a non-integer was when the argument took only integers."""
+
+    name = "TX|TIME"
+
+    def convert(self, value, param, ctx):
+        value = super().convert(value, param, ctx)
+        if isinstance(value, str) and duration_us(value) is None:
+            try:
+                parse_instant(value)
+            except FgraphError:
+                self.fail(f"{value[:60]!r} is not a transaction id, an RFC 3339 time or a duration such as 24h",
+                          param, ctx)
+        return value
 
 
 # ----------------------------------------------------------------- commands

@@ -1,3 +1,60 @@
-"""The ``fgraph browse`` command (issue 16); it registers itself on the ``cli`` group when imported."""
+"""The ``fgraph browse`` command (issue 16); it registers itself on the ``cli`` group when imported.
+
+The serving is in ``fgraph.face.browse``, which needs Datasette, an optional extra: this module
+imports it only when the command runs, so the rest of the CLI works without it.
+"""
 
 from __future__ import annotations
+
+import importlib.util
+import os
+
+import click
+
+from fgraph.core.errors import Unsupported
+from fgraph.db import connect
+from fgraph.face.cli_base import _DB, _write_line, cli, common_options
+from fgraph.face.paths import resolve_db_path
+
+
+@cli.command()
+@common_options
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0 or :: shows the store to your network).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True,
+              help="Port to listen on; 0 picks a free one.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the view in a web browser.")
+@click.pass_context
+def browse(ctx, host, port, open_browser):
+    """Serve a read-only web view of the database (Datasette) until Ctrl-C.
+
+    \b
+    Prints the URL on stdout, then serves pages for an entity's current
+    state and history, a transaction's receipt and the event stream.
+    Nothing is written to the file. Needs the extra: pip install 'fgraph[browse]'
+
+    \b
+    Example:
+      fgraph --db team.fgraph browse --port 0 --open
+    """
+    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    with connect(path, read_only=True):
+        pass  # NotFound for a missing file, FormatError for one that is not fgraph's, before any server starts
+    web = _browse_module()
+    try:
+        sock = web.listen(host, port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                                   "pick another --port, or --port 0 for a free one") from None
+    url = web.url_of(sock, host)
+    _write_line(url)
+    web.serve(path, sock, url, open_browser=open_browser)
+
+
+def _browse_module():
+    """``fgraph.face.browse``, or Unsupported when the ``browse`` extra is not installed."""
+    if importlib.util.find_spec("datasette") is None:
+        raise Unsupported("fgraph browse needs Datasette, which is not installed",
+                          "install the extra: pip install 'fgraph[browse]'")
+    from fgraph.face import browse
+    return browse

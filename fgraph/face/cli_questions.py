@@ -10,7 +10,8 @@ import click
 
 from fgraph.core.errors import ValueTypeError
 from fgraph.face import embed, ingest
-from fgraph.face.cli_base import RO, RW, _json_argument, _pair, _ref, _run, cli, common_options
+from fgraph.face.cli_base import (_JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, cli,
+                                  common_options)
 
 
 def _query_arguments(text: str, args: str | None):
@@ -153,9 +154,23 @@ def validate(ctx, ref):
 
 @cli.command()
 @common_options
-@click.option("--since", metavar="TX", help="Only changes after this transaction id or time [default: all].")
-@click.option("--budget", type=int, default=4000, show_default=True, help="Characters of text at most (100-100000).")
+@click.option("--since", type=_TimeParam(), metavar="TX|TIME",
+              help="Only changes after this transaction, RFC 3339 time or duration (24h, 7d) [default: all].")
+@click.option("--limit", type=int, default=10, show_default=True, help="Changes at most (1-10000).")
+@click.option("--budget", type=int, default=3000, show_default=True, help="Characters at most (100-100000).")
+@click.option("--format", "format_", type=click.Choice(["markdown", "json"]), default="markdown",
+              show_default=True, help="Markdown text for a prompt, or the same items as JSON.")
+@click.option("--entity", metavar="SEL", help="Only changes of this entity (a name or an id).")
 @click.pass_context
-def context(ctx, since, budget):
-    """Render the most recent changes for a prompt: who, where, when and which facts."""
-    _run(ctx, RO, lambda db: db.context(None if since is None else _ref(since), budget))
+def context(ctx, since, limit, budget, format_, entity):
+    """Print the most recent changes for a prompt: what, who, where and when.
+
+    \b
+    Example: fgraph context --since 24h --limit 20 --budget 2000
+    """
+    call = lambda db: db.context(since, budget, limit=limit, entity=None if entity is None else _ref(entity),  # noqa: E731
+                                 format=format_)
+    if format_ == "markdown" and not ctx.meta.get(_JSON):
+        _run_text(ctx, RO, lambda db: call(db)["text"])
+    else:
+        _run(ctx, RO, call)

@@ -79,8 +79,10 @@ class AddJob:
     """
 
     def __init__(self, records: list | None, single: bool, *, operation_id=None, operation_id_prefix=None,
-                 batch_size=None, if_basis_tx=None, source: DataSource | None = None, count: int | None = None):
+                 batch_size=None, if_basis_tx=None, source: DataSource | None = None, count: int | None = None,
+                 provenance: dict | None = None):
         self.records, self.single, self.source = records, single, source
+        self.provenance = dict(provenance or {})  # by, source, meta: the same on every transaction
         self.count = len(records) if records is not None else count
         self.operation_id, self.operation_id_prefix = operation_id, operation_id_prefix
         self.batch_size, self.if_basis_tx = batch_size, if_basis_tx
@@ -96,8 +98,9 @@ class AddJob:
         if self.batch_size is not None:
             return self._run_batches(db)
         if self.single:
-            return db.transact(self.records[0], operation_id=self.operation_id, if_basis_tx=self.if_basis_tx)
-        return [db.transact(record) for record in self.iter_records()]
+            return db.transact(self.records[0], operation_id=self.operation_id, if_basis_tx=self.if_basis_tx,
+                               **self.provenance)
+        return [db.transact(record, **self.provenance) for record in self.iter_records()]
 
     def iter_batches(self) -> Iterator[list]:
         batch: list = []
@@ -128,7 +131,7 @@ class AddJob:
             operation_id = self.operation_id
             if self.operation_id_prefix is not None:
                 operation_id = f"{self.operation_id_prefix}:{k:08d}"
-            report = db.transact(batch, operation_id=operation_id, if_basis_tx=self.if_basis_tx)
+            report = db.transact(batch, operation_id=operation_id, if_basis_tx=self.if_basis_tx, **self.provenance)
             counts[report["status"]] += 1
             last_tx = report["tx"]
         return {**counts, "basis_tx": db.latest_tx(), "batches": batch_count, "items": self.count, "tx": last_tx}
@@ -175,8 +178,10 @@ def _check_lines(source: DataSource, batch_mode: bool) -> int:
 
 
 def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=None, batch_size=None,
-            if_basis_tx=None) -> AddJob:
-    """Parse ``data`` and check the option combinations of 09 §4.1 that need no database."""
+            if_basis_tx=None, provenance: dict | None = None) -> AddJob:
+    """Parse ``data`` and check the option combinations of 09 §4.1 that need no database.
+
+    ``provenance`` (keys ``by``, ``source``, ``meta``) is given to every transaction the job makes."""
     if operation_id_prefix is not None and batch_size is None:
         raise ValueTypeError("operation_id_prefix requires batch_size", "pass --batch-size N as well")
     if operation_id_prefix is not None and operation_id is not None:
@@ -202,7 +207,8 @@ def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=
         if if_basis_tx is not None:
             raise ValueTypeError("--if-basis-tx cannot span several NDJSON transactions",
                                  "use --batch-size with --operation-id-prefix for idempotent NDJSON imports")
-    return AddJob(records, single, source=source if records is None else None, count=count, **options)
+    return AddJob(records, single, source=source if records is None else None, count=count,
+                  provenance=provenance, **options)
 
 
 def add(db, text: "str | AddJob", *, operation_id=None, operation_id_prefix=None, batch_size=None,

@@ -193,7 +193,7 @@ class Resources:
     def context(self, since=None, budget=None) -> dict:
         with self.lock:
             view = self.db.at(self.db.latest_tx())
-            limit = 4000 if budget is None else _decimal(budget, "context budget")
+            limit = 3000 if budget is None else _decimal(budget, "context budget")
             return body(view.context(None if since is None else _time(since), limit))
 
 

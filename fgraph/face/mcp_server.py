@@ -138,8 +138,9 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
     def explain(q: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
         return tools.explain(q, args)
 
-    def context(since: int | str | None = None, budget: int = 4000) -> dict[str, Any]:
-        return tools.context(since, budget)
+    def context(since: int | str | None = None, budget: int = 3000, limit: int = 10,
+                entity: str | int | None = None) -> dict[str, Any]:
+        return tools.context(since, budget, limit, entity)
 
     register(recall, READ, "Ranked retrieval of text memories (keyword, and vector with --embed-cmd). "
                            "Example: recall(query=\"editor preferences\", k=5).")
@@ -158,8 +159,9 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
                            "shapes, in pages. Example: schema(prefix=\"person/\").")
     register(explain, READ, "The access plan a query would follow, without evaluating it. "
                             "Example: explain(q={\"find\": [\"?e\"], \"where\": [[\"?e\", \"person/name\", \"Ada\"]]}).")
-    register(context, READ, "The most recent changes rendered for a prompt, newest first, with who, where and "
-                            "when, within a character budget. Example: context(since=120, budget=2000).")
+    register(context, READ, "The most recent changes rendered for a prompt, newest first, grouped per transaction "
+                            "with who, where and when, within `limit` items and `budget` characters; `entity` "
+                            "narrows it to one entity. Example: context(since=\"24h\", limit=20).")
     _register_resources(server, Resources(db, tools.lock))
     return server
 

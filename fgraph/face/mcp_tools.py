@@ -144,10 +144,10 @@ class Tools:
                     "truncated": more}
             return envelope(view.basis, data)
 
-    def context(self, since=None, budget: int = 4000) -> dict:
+    def context(self, since=None, budget: int = 3000, limit: int = 10, entity=None) -> dict:
         with self.lock:
             view = self._pinned()
-            rendered = view.context(since, budget)
+            rendered = view.context(since, budget, limit=limit, entity=entity)
             return envelope(view.basis, rendered)
 
     # -- writes ---------------------------------------------------------------

@@ -9,12 +9,12 @@ from __future__ import annotations
 from fgraph.core import values
 from fgraph.core.errors import NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_UNDOES
-from fgraph.core.transact import Request
+from fgraph.core.transact import UNSET, Request
 from fgraph.core.values import Value
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 
 
-def undo_request(target, *, by=None, operation_id=None, if_basis_tx=None) -> Request:
+def undo_request(target, *, by=None, source=None, meta=UNSET, operation_id=None, if_basis_tx=None) -> Request:
     if isinstance(target, bool) or not isinstance(target, int) or not INT64_MIN <= target <= INT64_MAX:
         raise ValueTypeError(f"transaction {target!r} is not an integer id", "pass the tx number to undo")
     if target <= GENESIS_TX:
@@ -22,7 +22,12 @@ def undo_request(target, *, by=None, operation_id=None, if_basis_tx=None) -> Req
     envelope = {"operation": "undo", "tx": target}
     if by is not None:
         envelope["by"] = by
-    return Request([], by=by, operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope,
+    if source is not None:  # only when given, so a plain undo hashes as fgraph 1.x's does
+        envelope["source"] = source
+    if meta is not UNSET:
+        envelope["meta"] = meta
+    return Request([], by=by, source=source, meta=meta, operation_id=operation_id, if_basis_tx=if_basis_tx,
+                   hash_envelope=envelope,
                    derived=Inverse(target))
 
 

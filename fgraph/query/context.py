@@ -1,13 +1,17 @@
 """Recent changes rendered for a prompt (``Db.context``, ``fgraph context``, the MCP ``context``
-tool and ``fgraph://context`` resource): the newest transactions first, each with who, where
-and when, then its facts, within a character budget.
+tool and ``fgraph://context`` resource): the newest changes first, grouped per transaction with
+who (``by``), from where (``source``) and when, within a limit of items and a character budget.
 
-    tx 74 at 2026-01-01T00:00:03.000000Z by mcp:claude (source conv:1)
-      + ada person/born 1816
-      - ada person/born 1815
+    ## tx 74 at 2026-01-01T00:00:03.000000Z by mcp:claude from conv:1
+    - asserted ada person/born = 1816
+    - retracted ada person/born = 1815
+    … 12 older changes left out (transactions 65-73); get them with: fgraph tail --since 64
 
-Reads one transaction at a time from the newest down, so memory follows the budget, not the
-history. A transaction that does not fit is cut line by line and the text ends with ``…``.
+An item is one fact asserted or retracted by a transaction (its own receipt facts are the
+header, not items). The output is cut between items, never inside one, so it never exceeds the
+budget; when anything is left out, the last line says how much and how to get it. Reads one
+transaction at a time from the newest down (a cursor, not a list), so memory follows the
+budget, not the history. The same basis gives the same bytes.
 """
 
 from __future__ import annotations
@@ -18,56 +22,196 @@ from fgraph.core.limits import GENESIS_TX
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import format_instant
 
-DEFAULT_BUDGET, MAX_BUDGET = 4000, 100_000
+DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET = 3000, 100_000, 100
+DEFAULT_LIMIT, MAX_LIMIT = 10, 10_000
+FORMATS = ("markdown", "json")
 ELLIPSIS = "…"
+_MORE_KEY = ',"more":""'
+_COLUMNS = "id, e, a, v, t, tx, rx"
 
 
-def context(reader, since=None, budget: int = DEFAULT_BUDGET) -> dict:
-    """``{"basis_tx", "since", "transactions", "truncated", "text"}`` for the changes after ``since``."""
-    if isinstance(budget, bool) or not isinstance(budget, int) or not 100 <= budget <= MAX_BUDGET:
-        raise ValueTypeError(f"context budget {budget!r} is invalid",
-                             f"pass a character budget from 100 through {MAX_BUDGET}")
+def context(reader, since=None, budget: int = DEFAULT_BUDGET, *, limit: int = DEFAULT_LIMIT, entity=None,
+            format: str = "markdown") -> dict:
+    """The changes after ``since`` (a transaction, already resolved by the caller) as
+    ``{basis_tx, since, items, left_out, truncated, text | transactions[, more]}``."""
+    _check(budget, limit, format)
     with read_transaction(reader.conn):
         low = GENESIS_TX if since is None else reader.resolve_time(since, absolute=True)
-        lines, shown, truncated = [], 0, False
-        txs = [tx for (tx,) in reader.conn.execute(
-            "SELECT tx FROM fgraph_events WHERE tx > ? AND tx <= ? ORDER BY tx DESC", (low, reader.basis))]
-        used = 0
-        for tx in txs:
-            block = _render(reader, tx)
-            room = budget - used
-            size = sum(len(line) + 1 for line in block)
-            if size <= room:
-                lines += block
-                used += size
-                shown += 1
-                continue
-            truncated = True
-            for line in block:
-                if len(line) + 1 + len(ELLIPSIS) > room:
-                    break
-                lines.append(line)
-                room -= len(line) + 1
-            lines.append(ELLIPSIS)
-            break
-        return {"basis_tx": reader.basis, "since": low, "transactions": shown, "truncated": truncated,
-                "text": "\n".join(lines)}
+        subject = None if entity is None else reader.resolve(entity)
+        total = _count(reader.conn, low, reader.basis, subject)
+        if format == "json":
+            return _as_json(reader, low, subject, total, budget, limit)
+        return _as_markdown(reader, low, subject, total, budget, limit)
 
 
-def _render(reader, tx: int) -> list:
-    receipt = reader.receipt(tx)
-    head = f"tx {tx} at {format_instant(receipt['at'])}"
+def _check(budget, limit, format) -> None:
+    if isinstance(budget, bool) or not isinstance(budget, int) or not MIN_BUDGET <= budget <= MAX_BUDGET:
+        raise ValueTypeError(f"context budget {budget!r} is invalid",
+                             f"pass a character budget from {MIN_BUDGET} through {MAX_BUDGET}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValueTypeError(f"context limit {limit!r} is invalid", f"pass a number of items from 1 through {MAX_LIMIT}")
+    if format not in FORMATS:
+        raise ValueTypeError(f"context format {format!r} is unknown", "choose markdown or json")
+
+
+# ----------------------------------------------------------------- reading
+
+def _count(conn, low: int, high: int, subject) -> int:
+    """Items in (low, high]: facts asserted (receipts excluded) plus facts retracted there."""
+    only = "" if subject is None else " AND e = ?"
+    extra = () if subject is None else (subject,)
+    asserted = conn.execute(f"SELECT count(*) FROM fgraph_facts WHERE tx > ? AND tx <= ? AND e != tx{only}",
+                            (low, high) + extra).fetchone()[0]
+    retracted = conn.execute(f"SELECT count(*) FROM fgraph_facts WHERE rx > ? AND rx <= ?{only}",
+                             (low, high) + extra).fetchone()[0]
+    return asserted + retracted
+
+
+def _transactions(conn, low: int, high: int, subject):
+    """Transactions in (low, high], newest first; for one entity only those that touched it."""
+    if subject is None:
+        return conn.execute("SELECT tx FROM fgraph_events WHERE tx > ? AND tx <= ? ORDER BY tx DESC", (low, high))
+    return conn.execute(
+        "SELECT tx FROM fgraph_facts WHERE e = ? AND tx > ? AND tx <= ? AND e != tx "
+        "UNION SELECT rx FROM fgraph_facts WHERE e = ? AND rx > ? AND rx <= ? ORDER BY 1 DESC",
+        (subject, low, high, subject, low, high))
+
+
+def _changes(reader, tx: int, subject):
+    """``(op, fact)`` of one transaction in planning order: its assertions, then its retractions."""
+    only = "" if subject is None else " AND e = ?"
+    extra = () if subject is None else (subject,)
+    for row in reader.conn.execute(f"SELECT {_COLUMNS} FROM fgraph_facts WHERE tx = ? AND e != tx{only} ORDER BY id",
+                                   (tx,) + extra):
+        yield "asserted", reader.fact(*row)
+    for row in reader.conn.execute(f"SELECT {_COLUMNS} FROM fgraph_facts WHERE rx = ?{only} ORDER BY id",
+                                   (tx,) + extra):
+        yield "retracted", reader.fact(*row)
+
+
+def _walk(reader, low: int, subject):
+    """``(tx, receipt, op, fact)`` for every item after ``low``, newest transaction first."""
+    for (tx,) in _transactions(reader.conn, low, reader.basis, subject):
+        receipt = None
+        for op, fact in _changes(reader, tx, subject):
+            if receipt is None:
+                receipt = reader.receipt(tx)
+            yield tx, receipt, op, fact
+
+
+def _footer(left_out: int, low: int, oldest: int, newest: int) -> str:
+    window = f" (transactions {oldest}-{newest})" if oldest != newest else f" (transaction {oldest})"
+    return (f"{ELLIPSIS} {left_out} older change{'s' if left_out != 1 else ''} left out{window}; "
+            f"get them with: fgraph tail --since {low}")
+
+
+def _reserve(total: int, low: int, basis: int, budget: int) -> int:
+    """Room kept for the footer: its longest possible form, or a bare ellipsis when even that is too long."""
+    longest = len(_footer(max(total, 2), low, basis, basis + 1)) + 1
+    return longest if longest <= budget // 2 else len(ELLIPSIS) + 1
+
+
+def _more(left_out: int, low: int, oldest: int | None, newest: int | None, room: int) -> str:
+    text = _footer(left_out, low, oldest, newest) if oldest is not None else ELLIPSIS
+    return text if len(text) < room else ELLIPSIS
+
+
+# ----------------------------------------------------------------- rendering
+
+def _header(tx: int, receipt: dict) -> str:
+    head = f"## tx {tx} at {format_instant(receipt['at'])}"
+    if "imported_at" in receipt:
+        head += f" (originally {format_instant(receipt['imported_at'])})"
     if "by" in receipt:
         head += f" by {receipt['by']}"
     if "source" in receipt:
-        head += f" (source {receipt['source']})"
-    changes = reader.diff(reader.cat.tx_before(tx), tx)
-    body = [f"  + {_fact(f)}" for f in changes["asserted"] if f["e"] != tx]
-    body += [f"  - {_fact(f)}" for f in changes["retracted"]]
-    return [head] + body
+        head += f" from {receipt['source']}"
+    return head
 
 
-def _fact(fact: dict) -> str:
+def _item(op: str, fact: dict) -> str:
     value = fact["v"]
     shown = value if isinstance(value, str) else dumps(value)
-    return f"{fact['e']} {fact['a']} {shown}"
+    entity = fact["e"] if isinstance(fact["e"], str) else dumps(fact["e"])
+    return f"- {op} {entity} {fact['a']} = {shown}"
+
+
+def _window(reader, low, total, budget, limit, subject, size_of, start, overhead=0):
+    """Choose items while they fit; ``size_of`` prices an item (with its group's header when it opens one)."""
+    room = budget - _reserve(total, low, reader.basis, budget) - overhead
+    used, chosen, last_tx, oldest_left = start, [], None, None
+    for tx, receipt, op, fact in _walk(reader, low, subject):
+        cost = size_of(tx, receipt, op, fact, opens=tx != last_tx)
+        if len(chosen) >= limit or used + cost > (budget if len(chosen) + 1 == total else room):
+            oldest_left = tx
+            break
+        used += cost
+        chosen.append((tx, receipt, op, fact))
+        last_tx = tx
+    return chosen, oldest_left
+
+
+def _as_markdown(reader, low, subject, total, budget, limit) -> dict:
+    def size_of(tx, receipt, op, fact, opens):
+        return len(_item(op, fact)) + 1 + (len(_header(tx, receipt)) + 1 if opens else 0)
+
+    chosen, cut_at = _window(reader, low, total, budget, limit, subject, size_of, 0)
+    lines, last_tx = [], None
+    for tx, receipt, op, fact in chosen:
+        if tx != last_tx:
+            lines.append(_header(tx, receipt))
+            last_tx = tx
+        lines.append(_item(op, fact))
+    out = {"basis_tx": reader.basis, "since": low, "items": len(chosen), "left_out": total - len(chosen),
+           "truncated": len(chosen) < total}
+    if out["truncated"]:
+        used = sum(len(line) + 1 for line in lines)
+        out["more"] = _more(total - len(chosen), low, _oldest_left(reader, low, subject, cut_at), cut_at,
+                            budget - used)
+        lines.append(out["more"])
+    out["text"] = "\n".join(lines)
+    return out
+
+
+def _as_json(reader, low, subject, total, budget, limit) -> dict:
+    def group(tx, receipt):
+        return {key: value for key, value in (("tx", tx), ("at", format_instant(receipt["at"])),
+                                             ("by", receipt.get("by")), ("source", receipt.get("source")))
+                if value is not None}
+
+    def entry(op, fact):
+        return {"op": op, "e": fact["e"], "a": fact["a"], "v": fact["v"]}
+
+    def size_of(tx, receipt, op, fact, opens):
+        item = len(dumps(entry(op, fact))) + 1  # with its comma
+        return item + (len(dumps(dict(group(tx, receipt), changes=[]))) + 1 if opens else 0)
+
+    skeleton = {"basis_tx": reader.basis, "since": low, "items": total, "left_out": total, "truncated": False,
+                "transactions": []}  # the longest form of every number and flag
+    chosen, cut_at = _window(reader, low, total, budget, limit, subject, size_of, len(dumps(skeleton)),
+                             overhead=len(_MORE_KEY))
+    groups, last_tx = [], None
+    for tx, receipt, op, fact in chosen:
+        if tx != last_tx:
+            groups.append(dict(group(tx, receipt), changes=[]))
+            last_tx = tx
+        groups[-1]["changes"].append(entry(op, fact))
+    out = {"basis_tx": reader.basis, "since": low, "items": len(chosen), "left_out": total - len(chosen),
+           "truncated": len(chosen) < total, "transactions": groups}
+    if out["truncated"]:
+        room = budget - len(dumps(out)) - len(_MORE_KEY)
+        out["more"] = _more(total - len(chosen), low, _oldest_left(reader, low, subject, cut_at), cut_at, room)
+    return out
+
+
+def _oldest_left(reader, low: int, subject, cut_at: int | None) -> int | None:
+    """The oldest transaction holding an item left out (items run newest first, so: the oldest after ``low``)."""
+    if cut_at is None:
+        return None
+    only = "" if subject is None else " AND e = ?"
+    extra = () if subject is None else (subject,)
+    row = reader.conn.execute(
+        f"SELECT min(t) FROM (SELECT min(tx) AS t FROM fgraph_facts WHERE tx > ? AND tx <= ? AND e != tx{only} "
+        f"UNION ALL SELECT min(rx) FROM fgraph_facts WHERE rx > ? AND rx <= ?{only})",
+        (low, cut_at) + extra + (low, cut_at) + extra).fetchone()
+    return row[0]

@@ -1,0 +1,306 @@
+"""``fgraph sync``: fan the event/1 streams of several stores into one target (issue 16, docs/sync.md).
+
+Built on the public ``Db`` only. Each source is opened read-only and read with ``iter_events``,
+pinned to its latest transaction at the start of each round; the target is written with
+``apply_summary`` in batches of at most ``batch_size`` events, each batch one all-or-nothing
+transaction, the sources taking turns batch by batch. After each committed batch the source's
+position (its local tx and the event UUID there) is saved in a cursor file beside the target
+(``<target>.sync.json``: temp file, fsync, rename, fsync of the directory).
+
+The cursor is a verified hint, never the guarantee. Before it is used, the event it names must
+still be the source's transaction at that position (a replaced source file fails this, and so
+does a different genesis time) and must be present in the target (a target restored from an
+older backup fails this); otherwise the source is read again from genesis. Reading again costs
+time, not correctness: ``apply`` skips every event already present by UUID. A kill between a
+batch's commit and its cursor write is the same case in small: the next run re-sends that batch
+and every event of it is reported ``already_applied``.
+
+One syncer writes into a target at a time: it holds an advisory lock on ``<target>.sync.lock``
+(released by the kernel however the process ends); a second one fails with ``Conflict``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import time
+
+from fgraph.core.canonical import dumps, loads
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
+from fgraph.core.limits import GENESIS_TX
+from fgraph.db import connect
+
+CURSOR_SUFFIX = ".sync.json"
+LOCK_SUFFIX = ".sync.lock"
+CURSOR_FORMAT = "fgraph-sync-cursor/1"
+DEFAULT_BATCH = 500
+DEFAULT_INTERVAL = 0.5
+STOP_CHECK = 0.05          # longest sleep between two looks at ``stop`` while idle
+
+NEW, RESUMED, RESCAN = "new", "resumed", "rescan"
+
+
+def cursor_path(target: str) -> str:
+    """Where the positions of the sources synced into ``target`` are kept."""
+    return str(target) + CURSOR_SUFFIX
+
+
+def same_file(a: str, b: str) -> bool:
+    """True when two paths name one file (symlinks and hard links included)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_paths(sources, target: str) -> None:
+    """A source that is the target, or a source named twice, is a usage mistake (``TypeError`` here;
+    the CLI reports it as a usage error before calling)."""
+    if not sources:
+        raise ValueTypeError("sync needs at least one source", "pass --from PATH once per source store")
+    for i, source in enumerate(sources):
+        if same_file(source, target):
+            raise ValueTypeError(f"source {source!r} is the target {target!r}",
+                                 "a store cannot be synced into itself; pick another --to")
+        for other in sources[:i]:
+            if same_file(source, other):
+                raise ValueTypeError(f"source {source!r} is given twice", "name each source store once")
+
+
+class Source:
+    """One source store: its read-only handle, identity, position and what this run did with it."""
+
+    def __init__(self, path: str, db):
+        self.path = str(path)
+        self.key = os.path.realpath(self.path)
+        self.db = db
+        self.genesis_at = db.receipt(GENESIS_TX)["at"]   # the store's creation time: part of its identity
+        self.position = GENESIS_TX                      # the last source tx whose event the target has
+        self.event = None                               # that transaction's event UUID (None at genesis)
+        self.cursor = NEW
+        self.since = GENESIS_TX
+        self.latest = GENESIS_TX
+        self.counts = {"already_applied": 0, "applied": 0, "batches": 0, "events": 0, "noop": 0}
+
+    def resume(self, entry, target) -> None:
+        """Take the position from a cursor entry when it still holds for this source and the target."""
+        if entry is None:
+            return
+        tx, event = entry.get("tx"), entry.get("event")
+        if not isinstance(tx, int) or isinstance(tx, bool) or tx < GENESIS_TX \
+                or not (event is None or isinstance(event, str)) or (event is None) != (tx == GENESIS_TX):
+            raise FormatError(f"the sync cursor of {self.path!r} is damaged: {dumps(entry)[:200]}",
+                              "delete the cursor file; sync then reads every source again, "
+                              "skipping what the target already has")
+        if entry.get("genesis_at") == self.genesis_at and (event is None or self._holds(tx, event, target)):
+            self.position, self.event, self.cursor = tx, event, RESUMED
+        else:
+            self.cursor = RESCAN
+        self.since = self.position
+
+    def _holds(self, tx: int, event: str, target) -> bool:
+        try:
+            target.resolve({"eid": event})
+            return self.db.resolve({"eid": event}) == tx
+        except NotFound:
+            return False
+
+    def entry(self) -> dict:
+        return {"event": self.event, "genesis_at": self.genesis_at, "path": self.path, "tx": self.position}
+
+    def report(self) -> dict:
+        return {"source": self.path, "cursor": self.cursor, "since": self.since, "position": self.position,
+                "latest": self.latest, **self.counts}
+
+
+class Cursors:
+    """The cursor file: every source's position, rewritten atomically after each committed batch."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.sources: dict = {}
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except FileNotFoundError:
+            return
+        try:
+            document = loads(raw)
+        except FgraphError:
+            document = None
+        if not isinstance(document, dict) or document.get("fgraph") != CURSOR_FORMAT \
+                or not isinstance(document.get("sources"), dict):
+            raise FormatError(f"{path!r} is not an fgraph sync cursor file",
+                              "delete it; sync then reads every source again, skipping what the target has")
+        self.sources = document["sources"]
+
+    def save(self, source: Source) -> None:
+        self.sources[source.key] = source.entry()
+        text = dumps({"fgraph": CURSOR_FORMAT, "sources": self.sources}) + "\n"
+        temp = self.path + ".tmp"
+        with open(temp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, self.path)
+        _fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+
+
+def _fsync_directory(directory: str) -> None:
+    if os.name == "nt":  # pragma: no cover - directories cannot be fsynced there
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def target_lock(target: str):
+    """Hold ``<target>.sync.lock`` for the run: one syncer per target (POSIX advisory lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no advisory locks: rely on apply's idempotency alone
+        yield
+        return
+    path = str(target) + LOCK_SUFFIX
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Conflict(f"another `fgraph sync` is writing into {target!r} (it holds {path!r})",
+                           "wait for it to finish, or stop it; one syncer per target") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _event_of(line: str):
+    try:
+        record = loads(line)
+    except FgraphError:
+        return None
+    return record.get("event") if isinstance(record, dict) else None
+
+
+def _located(exc: FgraphError, source: Source, since: int, through: int) -> FgraphError:
+    """``exc`` raised by applying a batch of ``source``, restated to name the source and the event."""
+    number, message = exc.line, exc.message
+    event = tx = None
+    if number is not None:
+        prefix = f"line {number}: "
+        message = message[len(prefix):] if message.startswith(prefix) else message
+        line = next(itertools.islice(source.db.iter_events(since, through), number - 1, None), None)
+        event = None if line is None else _event_of(line)
+        if event is not None:
+            with contextlib.suppress(FgraphError):
+                tx = source.db.resolve({"eid": event})
+    where = f"event {event} (source tx {tx})" if event is not None else f"the events after source tx {since}"
+    located = type(exc)(f"sync from {source.path!r} stopped at {where}; nothing of its batch was written, "
+                        f"the target has this source through tx {since}: {message}", exc.hint)
+    located.source, located.event, located.source_tx = source.path, event, tx
+    return located
+
+
+def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
+    """Apply the next at most ``batch_size`` events of ``source`` up to ``through`` in one target
+    transaction; returns how many were read (0: nothing new, and the target was not touched)."""
+    since = source.position
+    lines = source.db.iter_events(since, through)
+    try:
+        first = next(lines, None)
+        if first is None:
+            return 0
+        last = [first]
+
+        def batch():
+            yield first
+            for line in itertools.islice(lines, batch_size - 1):
+                last[0] = line
+                yield line
+
+        try:
+            summary = target.apply_summary(batch())
+        except FgraphError as exc:
+            raise _located(exc, source, since, through) from None
+    finally:
+        lines.close()
+    event = _event_of(last[0])
+    source.position, source.event = source.db.resolve({"eid": event}), event
+    source.counts["batches"] += 1
+    for key in ("already_applied", "applied", "events", "noop"):
+        source.counts[key] += summary[key]
+    return summary["events"]
+
+
+def sync_round(sources: list, target, cursors: Cursors, batch_size: int, stop) -> int:
+    """Bring every source up to its latest transaction as of now, batch by batch in turn; returns
+    the number of events read (stops early, between batches, when ``stop()`` is true)."""
+    read = 0
+    for source in sources:
+        source.latest = source.db.latest_tx()
+    active = [s for s in sources if s.position < s.latest]
+    while active and not stop():
+        for source in list(active):
+            if stop():
+                break
+            count = sync_batch(source, target, source.latest, batch_size)
+            if count:
+                cursors.save(source)
+                read += count
+            if count < batch_size or source.position >= source.latest:
+                active.remove(source)
+    return read
+
+
+def _wait(seconds: float, stop) -> None:
+    end = time.monotonic() + seconds
+    while not stop():
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, STOP_CHECK))
+
+
+def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
+         interval: float = DEFAULT_INTERVAL, stop=None) -> dict:
+    """Apply every new event of each store in ``sources`` to ``target`` (created if missing).
+
+    Without ``follow`` it returns once each source is synced up to its latest transaction at the
+    start; with ``follow`` it keeps polling every ``interval`` seconds until ``stop()`` is true.
+    Returns the summary: totals, the target's ``basis_tx`` and one report per source.
+    """
+    sources = [str(s) for s in sources]
+    target = str(target)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueTypeError(f"batch_size={batch_size!r} is invalid", "pass a positive number of events")
+    check_paths(sources, target)
+    stop = stop or (lambda: False)
+    with contextlib.ExitStack() as stack:
+        opened = []
+        for path in sources:   # every source first: a missing one must not leave a new empty target
+            if not os.path.exists(path):
+                raise NotFound(f"source {path!r} does not exist", "check the path of --from")
+            try:
+                handle = stack.enter_context(connect(path, read_only=True))
+            except FormatError as exc:
+                raise FormatError(f"source {path!r}: {exc.message}", "--from must name an fgraph store") from None
+            opened.append(Source(path, handle))
+        db = stack.enter_context(connect(target))
+        stack.enter_context(target_lock(target))
+        cursors = Cursors(cursor_path(target))
+        for source in opened:
+            source.resume(cursors.sources.get(source.key), db)
+        while True:
+            read = sync_round(opened, db, cursors, batch_size, stop)
+            if not follow or stop():
+                break
+            if not read:
+                _wait(interval, stop)
+        totals = {key: sum(s.counts[key] for s in opened) for key in ("already_applied", "applied", "events", "noop")}
+        return {**totals, "basis_tx": db.latest_tx(), "target": target, "sources": [s.report() for s in opened]}
