@@ -362,6 +362,10 @@ class Db:
         """The id of a selector (name, id, lookup, ``{"eid": …}``) at this view's basis; NotFound if unknown."""
         return self._reader().resolve(ref)
 
+    def now(self) -> int:
+        """This database's clock reading in µs (``FGRAPH_CLOCK`` or the ``clock`` of connect())."""
+        return read_clock(self._clock)
+
     def latest_tx(self) -> int:
         """The latest committed transaction; for a view from ``at()``, its basis."""
         return self._reader().basis

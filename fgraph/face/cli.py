@@ -34,7 +34,7 @@ import sys
 import click
 
 import fgraph
-from fgraph.face import cli_browse, cli_questions, cli_sync
+from fgraph.face import cli_browse, cli_import, cli_questions, cli_sync
 from fgraph.face import ingest
 from fgraph.face.data_source import open_data
 from fgraph.core.canonical import dumps
@@ -49,7 +49,7 @@ from fgraph.face.paths import resolve_db_path
 
 AT_HELP = "Read as of a transaction id, µs instant, RFC 3339 time or duration before now (90m, 24h, 7d)."
 QUESTIONS = cli_questions  # its commands register themselves on ``cli`` when it is imported
-BRIDGES = (cli_browse, cli_sync)  # likewise: browse (Datasette) and sync (fan-in)
+BRIDGES = (cli_browse, cli_import, cli_sync)  # likewise: browse (Datasette), import, sync (fan-in)
 
 # ----------------------------------------------------------------- commands
 
