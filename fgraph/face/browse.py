@@ -37,6 +37,7 @@ from fgraph.query import browse_sql
 
 DATABASE = "fgraph"          # the database's route: every page is under /fgraph
 PLUGIN_NAME = "fgraph-browse-cells"
+READ_METHODS = frozenset({"GET", "HEAD"})
 LABEL_CACHE_LIMIT = 10_000   # identities whose labels are remembered (names are permanent, ids never reused)
 SETTINGS = {
     "default_cache_ttl": 0,       # the file may change under the view at any moment: never cache a page
@@ -128,10 +129,13 @@ class CellRenderer:
             if column in browse_sql.INSTANT_COLUMNS and type(value) is int:
                 return _instant(value)
             if column in browse_sql.TX_COLUMNS and type(value) is int:
-                url = f"{datasette.urls.query(DATABASE, 'receipt')}?tx={value}"
-                return Markup(f'<a href="{escape(url)}">{value}</a>')
+                return _link(datasette, "receipt", "tx", str(value), value)
             if column in browse_sql.ENTITY_COLUMNS and type(value) is int:
                 return self.entity_link(value, datasette)
+            if column in browse_sql.ATTRIBUTE_COLUMNS and isinstance(value, str):
+                return _link(datasette, "entity", "entity", value, value)
+            if column in browse_sql.CHANGE_COUNT_COLUMNS and type(value) is int and "tx" in columns:
+                return _link(datasette, "changes", "tx", str(row["tx"]), value)
             if column in browse_sql.JSON_COLUMNS and isinstance(value, str):
                 return _code(value, datasette)
         except (FgraphError, ValueError, TypeError):
@@ -155,8 +159,7 @@ class CellRenderer:
     def entity_link(self, eid: int, datasette):
         async def link():
             selector, label = await self.label(eid, datasette)
-            url = f"{datasette.urls.query(DATABASE, 'entity')}?entity={urllib.parse.quote(selector, safe='')}"
-            return Markup(f'<a href="{escape(url)}">{escape(label)}</a>')
+            return _link(datasette, "entity", "entity", selector, label)
         return link
 
     async def label(self, eid: int, datasette) -> tuple[str, str]:
@@ -174,6 +177,12 @@ class CellRenderer:
             self.labels.clear()
         self.labels[eid] = found
         return found
+
+
+def _link(datasette, query: str, parameter: str, argument: str, text) -> Markup:
+    """A link to canned query ``query`` with its one parameter set."""
+    url = f"{datasette.urls.query(DATABASE, query)}?{parameter}={urllib.parse.quote(argument, safe='')}"
+    return Markup(f'<a href="{escape(url)}">{escape(str(text))}</a>')
 
 
 def _uuid_text(hexed: str) -> str:
@@ -231,12 +240,30 @@ def serve(path: str, sock: socket.socket, url: str, *, open_browser: bool = Fals
         sock.close()
 
 
+def refuse_writes(app):
+    """The ASGI app ``app`` answering 405 to every method but GET and HEAD, before Datasette sees it.
+
+    Nothing behind it could write (every connection is read-only in SQLite), but Datasette's
+    POST handlers would still run and, for a read-only canned query, fail with a 500; a plain
+    refusal says what the view is."""
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] not in READ_METHODS:
+            body = b"fgraph browse is read-only: only GET and HEAD are served\n"
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"allow", b"GET, HEAD"),
+                                    (b"content-length", str(len(body)).encode("ascii"))]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+    return guarded
+
+
 async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool) -> None:
     ds = build(path)
     await ds.invoke_startup()
     if open_browser:
         webbrowser.open(url)
-    config = uvicorn.Config(ds.app(), lifespan="on", log_level="warning", access_log=False)
+    config = uvicorn.Config(refuse_writes(ds.app()), lifespan="on", log_level="warning", access_log=False)
     try:
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:

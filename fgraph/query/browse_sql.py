@@ -27,7 +27,9 @@ PAGE_SIZE = 100   # rows per page of the event stream and of the entity list; pa
 VALUE_COLUMN, TAG_COLUMN = "value", "tag"
 INSTANT_COLUMNS = frozenset({"at", "asserted_at", "retracted_at", "imported_at"})
 TX_COLUMNS = frozenset({"tx", "rx", "asserted_tx", "retracted_tx", "created_tx"})
-ENTITY_COLUMNS = frozenset({"entity"})
+ENTITY_COLUMNS = frozenset({"entity"})            # identity ids, shown as their name or UUID
+ATTRIBUTE_COLUMNS = frozenset({"attribute"})      # attribute names (attributes are entities too)
+CHANGE_COUNT_COLUMNS = frozenset({"asserted", "retracted"})  # counts of a receipt, beside its tx
 JSON_COLUMNS = frozenset({"meta", "event_data"})
 
 # The identity :entity names: digits are an id (as the CLI reads REF), else a name, else the
@@ -98,7 +100,7 @@ EVENTS = f"""SELECT ev.tx, {_uuid('t.gid')} AS event, {_self_fact(A_AT, 'ev.tx')
  LIMIT {PAGE_SIZE}"""
 # Genesis is never part of the stream (as with ``fgraph tail``); a blank ``since`` starts there.
 
-ENTITIES = f"""SELECT i.id AS entity, i.name, {_uuid('i.gid')} AS eid, i.created_tx,
+ENTITIES = f"""SELECT i.id, i.id AS entity, i.created_tx,
        (SELECT count(*) FROM fgraph_facts f WHERE f.e = i.id AND f.rx IS NULL) AS live_facts
   FROM fgraph_ids i
  WHERE i.id > max({FIRST_APP_ID - 1}, CAST(:after AS INTEGER))

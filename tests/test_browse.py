@@ -1,0 +1,352 @@
+"""Proves `fgraph browse` serves a live, read-only web view of a store: its pages show an entity's
+current state, its history with the retraction, receipts with by/source and the event stream, with
+values rendered by tag (refs as links to their entity), while the file stays byte-for-byte unchanged.
+
+One server runs for the module, as a subprocess (Datasette and uvicorn stay out of this `-W error`
+process), over a file that another process holds open with committed transactions still in its
+WAL: the case where SQLite's immutable mode would show a stale store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html.parser
+import importlib.util
+import json
+import os
+import select
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import fgraph
+from fgraph.query import browse_sql
+
+needs_datasette = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
+                                     reason="Datasette is not installed (pip install -e '.[test,browse]')")
+CLI = [sys.executable, "-m", "fgraph.face.cli"]
+START_TIMEOUT = 60   # seconds for the server to print its URL (Datasette imports take a while on a busy machine)
+
+# The holder: opens the store writable, commits one transaction, and keeps the file (and its WAL) open,
+# committing one more map for every JSON line it reads; it prints the tx of each commit.
+HOLDER = """
+import json, sys, fgraph
+with fgraph.connect(sys.argv[1]) as db:
+    print(db.transact({"id": "grace", "person/name": "Grace Hopper"}, by="holder")["tx"], flush=True)
+    for line in sys.stdin:
+        print(db.transact(json.loads(line))["tx"], flush=True)
+"""
+
+
+def clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("FGRAPH_")}
+
+
+class Server:
+    """The served store: its path, the transactions written, the holder and the browse processes."""
+
+    def __init__(self, path: Path, reports: dict, holder: subprocess.Popen, browse: subprocess.Popen, url: str):
+        self.path, self.reports, self.holder, self.browse, self.url = path, reports, holder, browse, url
+
+    def commit(self, data: dict) -> int:
+        """Commit ``data`` through the holder (another process) and return its tx."""
+        self.holder.stdin.write(json.dumps(data) + "\n")
+        self.holder.stdin.flush()
+        return int(self.holder.stdout.readline())
+
+
+def build_store(path: Path) -> dict:
+    """Several entities, a ref, an instant, a retraction, by/source: the reports by name."""
+    with fgraph.connect(str(path)) as db:
+        reports = {"declare": db.declare("person/friend", type="ref")}
+        reports["ada"] = db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815},
+                                     by="ada-importer", source="notes/ada.md")
+        reports["charles"] = db.transact({"id": "charles", "person/name": "Charles Babbage",
+                                          "person/friend": {"ref": "ada"},
+                                          "person/seen": {"instant": "2026-01-02T03:04:05.5Z"}})
+        reports["retract"] = db.transact(["retract", "ada", "person/born", 1815], by="editor")
+        reports["born"] = db.transact({"id": "ada", "person/born": 1816})
+    return reports
+
+
+def start_browse(path: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([*CLI, "--db", str(path), "browse", "--port", "0", *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clean_env())
+    ready, _, _ = select.select([proc.stdout], [], [], START_TIMEOUT)
+    line = proc.stdout.readline().strip() if ready else ""
+    if not line.startswith("http://"):
+        stop(proc)
+        raise AssertionError(f"browse printed no URL: {line!r}; stderr: {proc.stderr.read()[-2000:]}")
+    return proc, line
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)  # uvicorn's graceful shutdown
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    path = tmp_path_factory.mktemp("browse") / "team.fgraph"
+    reports = build_store(path)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=clean_env())
+    browse = None
+    try:
+        reports["grace"] = {"tx": int(holder.stdout.readline())}
+        browse, url = start_browse(path)
+        yield Server(path, reports, holder, browse, url)
+    finally:
+        if browse is not None:
+            stop(browse)
+        holder.stdin.close()  # the holder leaves its loop, closes the store and exits
+        holder.wait(timeout=30)
+        holder.stdout.close()
+
+
+# ----------------------------------------------------------------- fetching and reading pages
+
+def fetch(url: str, method: str = "GET", body: bytes | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read().decode("utf-8", "replace")
+
+
+class _Rows(html.parser.HTMLParser):
+    """The rows of Datasette's results table: per row, column → (text, href of its first link)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[dict] = []
+        self.in_body = False
+        self.cell: str | None = None
+        self.text, self.href = "", None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "tbody":
+            self.in_body = True
+        elif tag == "tr" and self.in_body:
+            self.rows.append({})
+        elif tag == "td" and self.in_body:
+            self.cell = (attrs.get("class") or "").removeprefix("col-")
+            self.text, self.href = "", None
+        elif tag == "a" and self.cell is not None and self.href is None:
+            self.href = attrs.get("href")
+
+    def handle_endtag(self, tag):
+        if tag == "tbody":
+            self.in_body = False
+        elif tag == "td" and self.cell is not None:
+            self.rows[-1][self.cell] = (self.text.strip().replace("\xa0", ""), self.href)
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.text += data
+
+
+def page(server: Server, query: str, **params) -> list[dict]:
+    return rows_at(f"{server.url}/{query}?{urllib.parse.urlencode(params)}")
+
+
+def rows_at(url: str) -> list[dict]:
+    status, text = fetch(url)
+    assert status == 200, text[-2000:]
+    parser = _Rows()
+    parser.feed(text)
+    return parser.rows
+
+
+def texts(rows: list[dict], *columns: str) -> list[tuple]:
+    return [tuple(row[c][0] for c in columns) for row in rows]
+
+
+def file_state(path: Path) -> dict:
+    """SHA-256 of the store and its WAL (None where absent); the -shm is readers' scratch space."""
+    def digest(p: Path):
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+    return {"db": digest(path), "wal": digest(Path(f"{path}-wal"))}
+
+
+# ----------------------------------------------------------------- the pages
+
+@needs_datasette
+def test_entity_page_shows_the_current_state(server):
+    rows = page(server, "entity", entity="ada")
+    assert texts(rows, "attribute", "value", "tag") == [("person/born", "1816", "int"),
+                                                        ("person/name", "Ada Lovelace", "text")]
+    assert rows[0]["asserted_tx"] == (str(server.reports["born"]["tx"]),
+                                      f"/fgraph/receipt?tx={server.reports['born']['tx']}")
+    by_id = page(server, "entity", entity=str(server.reports["ada"]["ids"]["ada"]))
+    assert texts(by_id, "value") == [("1816",), ("Ada Lovelace",)]
+    assert page(server, "entity", entity="nobody") == []
+
+
+@needs_datasette
+def test_a_ref_renders_as_a_link_to_its_entity_and_an_instant_as_rfc3339(server):
+    rows = {row["attribute"][0]: row for row in page(server, "entity", entity="charles")}
+    assert rows["person/friend"]["value"] == ("ada", "/fgraph/entity?entity=ada")
+    assert rows["person/friend"]["tag"][0] == "ref"
+    assert rows["person/seen"]["value"][0] == "2026-01-02T03:04:05.500000Z"
+    followed = rows_at(server.url.removesuffix("/fgraph") + rows["person/friend"]["value"][1])
+    assert ("person/name", "Ada Lovelace") in texts(followed, "attribute", "value")
+
+
+@needs_datasette
+def test_history_is_a_timeline_that_shows_the_retraction(server):
+    rows = page(server, "history", entity="ada", attribute="person/born")
+    reports = server.reports
+    assert texts(rows, "tx", "change", "value") == [(str(reports["ada"]["tx"]), "asserted", "1815"),
+                                                    (str(reports["retract"]["tx"]), "retracted", "1815"),
+                                                    (str(reports["born"]["tx"]), "asserted", "1816")]
+    times = [row["at"][0] for row in rows]
+    assert times == sorted(times) and all(t.endswith("Z") and "T" in t for t in times)
+    assert len(page(server, "history", entity="ada")) == 4   # person/name too when no attribute is given
+
+
+@needs_datasette
+def test_receipt_shows_by_source_event_and_its_changes(server):
+    ada = server.reports["ada"]
+    [row] = page(server, "receipt", tx=str(ada["tx"]))
+    assert (row["by"][0], row["source"][0], row["event"][0]) == ("ada-importer", "notes/ada.md", ada["event"])
+    assert len(row["event_hash"][0]) == 64 and row["at"][0].endswith("Z")
+    assert row["asserted"] == ("2", f"/fgraph/changes?tx={ada['tx']}")
+    [retraction] = page(server, "receipt", tx=str(server.reports["retract"]["tx"]))
+    assert (retraction["by"][0], retraction["asserted"][0], retraction["retracted"][0]) == ("editor", "0", "1")
+    changes = page(server, "changes", tx=str(server.reports["retract"]["tx"]))
+    assert texts(changes, "entity", "change", "attribute", "value") == [("ada", "retracted", "person/born", "1815")]
+
+
+@needs_datasette
+def test_events_page_shows_the_event_uuids_and_pages_on_since(server):
+    with fgraph.connect(str(server.path), read_only=True) as db:
+        events = [json.loads(line) for line in db.iter_events()]
+        latest = db.latest_tx()
+    rows = page(server, "events")
+    assert [row["event"][0] for row in rows] == [event["event"] for event in events]
+    assert int(rows[-1]["tx"][0]) == latest
+    after = page(server, "events", since=str(server.reports["retract"]["tx"]))
+    assert [row["event"][0] for row in after] == [event["event"] for event in events][-len(after):]
+    assert server.reports["born"]["event"] in [row["event"][0] for row in after]
+    assert server.reports["ada"]["event"] not in [row["event"][0] for row in after]
+
+
+@needs_datasette
+def test_entities_page_lists_entities_not_transactions(server):
+    labels = [row["entity"][0] for row in page(server, "entities")]
+    assert {"ada", "charles", "grace", "person/name", "person/friend"} <= set(labels)
+    assert not set(labels) & {str(report["tx"]) for report in server.reports.values()}
+
+
+# ----------------------------------------------------------------- read-only and live
+
+@needs_datasette
+def test_writes_are_refused_and_the_file_is_unchanged(server):
+    before = file_state(server.path)
+    assert before["wal"] is not None   # the holder's commits are in the WAL, not yet in the file
+    for method, path in (("POST", "/fgraph/entity"), ("POST", "/fgraph/fgraph_facts/-/insert"),
+                         ("POST", "/fgraph/-/create"), ("PUT", "/fgraph"), ("DELETE", "/fgraph/fgraph_facts/1")):
+        status, text = fetch(server.url.removesuffix("/fgraph") + path, method, b'{"row": {"e": 1}}')
+        assert status == 405 and "read-only" in text, (method, path, status)
+    status, text = fetch(f"{server.url}.json?sql=" + urllib.parse.quote("DELETE FROM fgraph_facts"))
+    assert status == 400 and "SELECT" in text
+    for query, params in (("entity", {"entity": "ada"}), ("history", {"entity": "charles"}), ("events", {})):
+        page(server, query, **params)
+    assert fetch(server.url + "/fgraph_facts")[0] == 200
+    assert file_state(server.path) == before
+
+
+@needs_datasette
+def test_the_newest_commit_is_visible_while_another_process_holds_the_file(server):
+    assert Path(f"{server.path}-wal").stat().st_size > 0   # committed frames not yet checkpointed
+    assert texts(page(server, "entity", entity="grace"), "value") == [("Grace Hopper",)]
+    tx = server.commit({"id": "hedy", "person/name": "Hedy Lamarr"})
+    assert texts(page(server, "entity", entity="hedy"), "value", "asserted_tx") == [("Hedy Lamarr", str(tx))]
+    assert page(server, "events")[-1]["tx"][0] == str(tx)
+
+
+def test_the_read_only_connection_refuses_writes(tmp_path):
+    path = tmp_path / "t.fgraph"
+    with fgraph.connect(str(path)):
+        pass
+    conn = browse_sql.connect_read_only(str(path))
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly|read-only|query_only"):
+            conn.execute("CREATE TABLE intruder (x)")
+        assert conn.execute(browse_sql.ENTITY, {"entity": "fgraph/at"}).fetchall()
+    finally:
+        conn.close()
+
+
+# ----------------------------------------------------------------- the command's errors
+
+def run_cli(*args: str, code: str | None = None) -> subprocess.CompletedProcess:
+    command = [*CLI, *args] if code is None else [sys.executable, "-c", code, *args]
+    return subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=120)
+
+
+def test_a_missing_file_is_not_found_and_a_foreign_file_a_format_error(tmp_path):
+    missing = run_cli("--db", str(tmp_path / "none.fgraph"), "browse", "--port", "0")
+    assert missing.returncode == 1 and missing.stderr.startswith("NotFound: "), missing.stderr
+    assert not (tmp_path / "none.fgraph").exists()
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    foreign = run_cli("--db", str(tmp_path / "notes.txt"), "browse", "--port", "0")
+    assert foreign.returncode == 1 and foreign.stderr.startswith("FormatError: "), foreign.stderr
+
+
+def test_without_datasette_the_error_names_the_extra(tmp_path):
+    path = tmp_path / "t.fgraph"
+    with fgraph.connect(str(path)):
+        pass
+    hide_datasette = ("import sys; sys.modules['datasette'] = None; from fgraph.face.cli import main; "
+                      "main(sys.argv[1:])")
+    result = run_cli("--db", str(path), "browse", "--port", "0", code=hide_datasette)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("Unsupported: ") and "pip install 'fgraph[browse]'" in result.stderr
+
+
+@needs_datasette
+def test_a_taken_port_is_a_clear_error(tmp_path):
+    path = tmp_path / "t.fgraph"
+    with fgraph.connect(str(path)):
+        pass
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        result = run_cli("--db", str(path), "browse", "--port", str(taken.getsockname()[1]))
+    assert result.returncode == 1 and "cannot listen on" in result.stderr and "--port 0" in result.stderr
+
+
+@needs_datasette
+def test_interrupt_stops_the_server(tmp_path):
+    path = tmp_path / "t.fgraph"
+    with fgraph.connect(str(path)):
+        pass
+    proc, url = start_browse(path)
+    try:
+        assert fetch(url)[0] == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        stop(proc)
