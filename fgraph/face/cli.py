@@ -46,6 +46,7 @@ from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXI
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
                                   _run, _TimeParam, _WhenParam, _write_line, cli, common_options, provenance_options)
 from fgraph.face.paths import resolve_db_path
+from fgraph.face.progress import beside, counted, progress, reading
 
 AT_HELP = "Read as of a transaction id, µs instant, RFC 3339 time or duration before now (90m, 24h, 7d)."
 QUESTIONS = cli_questions  # its commands register themselves on ``cli`` when it is imported
@@ -224,42 +225,19 @@ def tail(ctx, since, follow):
                 flush_each=False)
 
 
-class _Progress:
-    """Events done and rate on stderr, only when stderr is a terminal."""
-
-    def __init__(self):
-        import time
-        self.clock = time.monotonic
-        self.enabled = sys.stderr.isatty()
-        self.count, self.start, self.last = 0, self.clock(), 0.0
-
-    def __call__(self, report) -> None:
-        self.count += 1
-        now = self.clock()
-        if self.enabled and now - self.last >= 0.5:
-            self.last = now
-            rate = self.count / max(now - self.start, 1e-9)
-            sys.stderr.write(f"\rapplied {self.count} events ({rate:,.0f}/s)")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled and self.last:
-            sys.stderr.write("\n")
-
-
 @cli.command()
 @common_options
 @click.argument("src", default="-")
 @click.option("--dry-run", is_flag=True, help="Validate and report what would change; commit nothing.")
 @click.pass_context
 def apply(ctx, src, dry_run):
-    """Merge an event/1 stream (file or '-' for stdin), all or nothing."""
-    progress = _Progress()
-    with ingest.open_stream(src, sys.stdin) as handle:
-        try:
-            _run(ctx, RW, lambda db: db.apply_summary(handle, dry_run=dry_run, on_report=progress))
-        finally:
-            progress.done()
+    """Merge an event/1 stream (file or '-' for stdin), all or nothing.
+
+    \b
+    Example: fgraph --db replica.db apply reviewed.ndjson
+    """
+    with ingest.open_stream(src, sys.stdin) as handle, reading(handle, "applying") as counted:
+        _run(ctx, RW, lambda db: db.apply_summary(counted, dry_run=dry_run))
 
 
 @cli.command()
@@ -280,7 +258,8 @@ def undo(ctx, transaction, operation_id, if_basis_tx, provenance=None):
 @click.pass_context
 def snapshot(ctx):
     """Write the exact logical copy of the database as snapshot/1 NDJSON."""
-    _stream(ctx, lambda db: db.iter_snapshot(), flush_each=False)
+    with progress("snapshot", unit="lines", stream=beside(sys.stdout)) as bar:
+        _stream(ctx, lambda db: counted(db.iter_snapshot(), bar), flush_each=False)
 
 
 @cli.command()
@@ -289,8 +268,8 @@ def snapshot(ctx):
 @click.pass_context
 def restore(ctx, src):
     """Restore a snapshot (file or '-' for stdin) into a new, empty database."""
-    with ingest.open_stream(src, sys.stdin) as handle:
-        _run(ctx, RW, lambda db: db.restore(handle, details=True))
+    with ingest.open_stream(src, sys.stdin) as handle, reading(handle, "restoring") as counted:
+        _run(ctx, RW, lambda db: db.restore(counted, details=True))
 
 
 @cli.command()
@@ -299,7 +278,8 @@ def restore(ctx, src):
 @click.pass_context
 def backup(ctx, dest):
     """Copy the database to the new file DEST, verified; print its path, basis_tx and digest."""
-    _run(ctx, RO, lambda db: db.backup(dest, details=True))
+    with progress(f"backing up to {dest}", unit="") as _:
+        _run(ctx, RO, lambda db: db.backup(dest, details=True))
 
 
 @cli.command()
@@ -310,7 +290,7 @@ def backup(ctx, dest):
 def doctor(ctx, repair, expect_digest):
     """Check every invariant; exit 1 when the report is not ok (the published runtime exits 0)."""
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
-    with connect(path, read_only=not repair) as db:
+    with connect(path, read_only=not repair) as db, progress("checking", unit=""):
         diagnosis = db.diagnose(repair, expect_digest=expect_digest)
     _write_line(dumps(diagnosis.report) if ctx.meta.get(_JSON) else diagnosis.describe())
     return EXIT_OK if diagnosis.ok else EXIT_ERROR

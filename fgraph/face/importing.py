@@ -72,6 +72,8 @@ def run_import(db, job: ImportJob, data: DataSource, *, on_line: Callable[[int],
 
 
 class _Health:
+    """What became of each line: the counts and the first problems, for the summary."""
+
     def __init__(self):
         self.lines = self.imported = self.already_imported = self.skipped = self.corrupt = self.batches = 0
         self.conflicts = 0  # only a dry run counts them; a real import stops at the first
