@@ -81,7 +81,7 @@ def test_a_full_file_size_limit_is_a_typed_error_and_nothing_is_published(store,
     if command in ("backup", "restore-backup"):
         assert not target.exists()
     else:  # all or nothing: the target holds genesis only
-        code, out, _, _ = run("--db", str(target), "tail", "--json")
+        code, out, _, _ = run("--db", str(target), "tail")
         assert code == 0 and out == ""
         assert run("--db", str(target), "doctor", "--json")[0] == 0
 

@@ -34,7 +34,7 @@ import sys
 import click
 
 import fgraph
-from fgraph.face import cli_browse, cli_import, cli_questions, cli_sync
+from fgraph.face import cli_browse, cli_help, cli_import, cli_questions, cli_sync
 from fgraph.face import ingest
 from fgraph.face.data_source import open_data
 from fgraph.core.canonical import dumps
@@ -44,7 +44,8 @@ from fgraph.core.limits import GENESIS_TX
 from fgraph.db import connect
 from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
-                                  _run, _TimeParam, _WhenParam, _write_line, cli, common_options, provenance_options)
+                                  _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
+                                  provenance_options)
 from fgraph.face.paths import resolve_db_path
 from fgraph.face.progress import beside, counted, progress, reading
 
@@ -209,7 +210,7 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
 
 
 @cli.command()
-@common_options
+@db_option
 @click.option("--since", type=_TimeParam(), default=str(GENESIS_TX), show_default=True,
               help="Exclusive lower bound: a local tx id, an RFC 3339 time or a duration such as 24h "
                    "(with --follow an integer that is no transaction is a µs instant).")
@@ -254,7 +255,7 @@ def undo(ctx, transaction, operation_id, if_basis_tx, provenance=None):
 
 
 @cli.command()
-@common_options
+@db_option
 @click.pass_context
 def snapshot(ctx):
     """Write the exact logical copy of the database as snapshot/1 NDJSON."""
@@ -334,7 +335,7 @@ def verify(ctx, src):
 
 
 @cli.command()
-@common_options
+@db_option
 @click.option("--write", is_flag=True, help="Offer the write tools (remember, forget, undo); the file may change.")
 @click.option("--embed-cmd", metavar="CMD", help="Embedder for recall and remember: an executable or a JSON argv "
               "array; reads text on stdin, prints a JSON array.")
@@ -352,6 +353,9 @@ def mcp(ctx, write, embed_cmd):
 def version():
     """Print the version of this runtime."""
     _write_line(fgraph.__version__)
+
+
+cli_help.apply_conventions(cli)  # after every command above and in the imported modules registered
 
 
 # ----------------------------------------------------------------- outcomes

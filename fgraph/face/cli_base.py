@@ -59,6 +59,13 @@ def common_options(f):
     """``--db`` and ``--json``, accepted before and after the command name (the later one wins)."""
     f = click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_remember(_JSON),
                      help="Print canonical JSON on one line.")(f)
+    return db_option(f)
+
+
+def db_option(f):
+    """``--db`` alone, for commands whose output is already JSON lines or is no output at all
+    (tail, snapshot, mcp): ``--json`` after their name is a usage error, as in the published
+    runtime; before it, the group accepts it for every command."""
     return click.option("--db", metavar="PATH", expose_value=False, callback=_remember(_DB),
                         help="Database file [env FGRAPH_DB; default facts.fgraph].")(f)
 
@@ -167,7 +174,21 @@ class _WhenParam(_TimeParam):
 
 # ----------------------------------------------------------------- commands
 
+def _show_completion(ctx: click.Context, param, shell):
+    """Print the completion script of ``shell`` (click's own) and stop."""
+    if shell is None or ctx.resilient_parsing:
+        return
+    from click.shell_completion import get_completion_class
+    script = get_completion_class(shell)(ctx.command, {}, "fgraph", "_FGRAPH_COMPLETE").source()
+    _write_line(script.rstrip("\n"))
+    ctx.exit(0)
+
+
 @click.group(cls=_Group, context_settings={"max_content_width": 100})
+@click.option("--show-completion", type=click.Choice(["bash", "zsh", "fish"]), expose_value=False, is_eager=True,
+              callback=_show_completion, metavar="SHELL",
+              help="Print the completion script for bash, zsh or fish, e.g. "
+                   "eval \"$(fgraph --show-completion bash)\" in ~/.bashrc.")
 @common_options
 @click.option("--query-budget", type=int, envvar="FGRAPH_QUERY_BUDGET", show_envvar=True, metavar="N",
               expose_value=False, callback=_remember(_BUDGET), help="Work-unit budget for queries [default 100000].")

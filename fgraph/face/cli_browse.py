@@ -13,7 +13,8 @@ import click
 
 from fgraph.core.errors import Unsupported
 from fgraph.db import connect
-from fgraph.face.cli_base import _DB, _write_line, cli, common_options
+from fgraph.core.canonical import dumps
+from fgraph.face.cli_base import _DB, _JSON, _write_line, cli, common_options
 from fgraph.face.paths import resolve_db_path
 
 
@@ -47,7 +48,7 @@ def browse(ctx, host, port, open_browser):
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
                                    "pick another --port, or --port 0 for a free one") from None
     url = web.url_of(sock, host)
-    _write_line(url)
+    _write_line(dumps({"url": url}) if ctx.meta.get(_JSON) else url)
     web.serve(path, sock, url, open_browser=open_browser)
 
 

@@ -1,0 +1,91 @@
+"""The command reference at the end of ``docs/cli.md``, generated from the click commands so that
+it cannot drift from them (``tests/test_cli_conventions.py`` regenerates and compares).
+
+    python -m fgraph.face.cli_reference --write docs/cli.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+import click
+
+BEGIN = "<!-- BEGIN GENERATED REFERENCE: python -m fgraph.face.cli_reference --write docs/cli.md -->"
+END = "<!-- END GENERATED REFERENCE -->"
+
+
+def render(group: click.Group) -> str:
+    """Markdown for every command: summary, usage, options, example."""
+    out = ["## Command reference", "",
+           "Generated from the commands themselves; `fgraph COMMAND --help` prints the same.", ""]
+    context = click.Context(group, info_name="fgraph")
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        sub = click.Context(command, info_name=name, parent=context)
+        out += [f"### `{name}`", "", command.short_help or "", "", "```",
+                f"fgraph {name} {' '.join(command.collect_usage_pieces(sub))}".rstrip(), "```", ""]
+        description = _description(command)
+        if description:
+            out += [description, ""]
+        rows = [param.get_help_record(sub) for param in command.get_params(sub)
+                if isinstance(param, click.Option) and "--help" not in param.opts]
+        rows = [row for row in rows if row is not None]
+        if rows:
+            out += ["| option | meaning |", "|---|---|"]
+            out += [f"| `{_cell(flags)}` | {_cell(text)} |" for flags, text in rows]
+            out.append("")
+        example = _example(command)
+        if example:
+            out += ["Example:", "", "```", example, "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _description(command: click.Command) -> str:
+    """The help text after its first line, without the example (shown on its own)."""
+    lines = [line for line in (command.help or "").strip().split("\n")[1:]
+             if line.strip() != "\b" and not line.strip().startswith("Example")]
+    text = "\n".join(line.strip() for line in lines).strip()
+    return text
+
+
+def _example(command: click.Command) -> str | None:
+    for text in (command.help or "", command.epilog or ""):
+        lines = [line.strip() for line in text.split("\n")]
+        for index, line in enumerate(lines):
+            if line.startswith("Example:"):
+                rest = line[len("Example:"):].strip()
+                return rest or (lines[index + 1] if index + 1 < len(lines) else None)
+    return None
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def spliced(document: str, reference: str) -> str:
+    """``document`` with the text between the markers replaced (markers appended when missing)."""
+    if BEGIN in document and END in document:
+        head, rest = document.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        return f"{head}{BEGIN}\n\n{reference}\n{END}{tail}"
+    return f"{document.rstrip()}\n\n{BEGIN}\n\n{reference}\n{END}\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fgraph.face.cli import cli
+    parser = argparse.ArgumentParser(description="Print or write the generated CLI reference.")
+    parser.add_argument("--write", metavar="MARKDOWN", help="splice the reference into this file")
+    args = parser.parse_args(argv)
+    reference = render(cli)
+    if args.write is None:
+        sys.stdout.write(reference)
+        return 0
+    path = pathlib.Path(args.write)
+    path.write_text(spliced(path.read_text(encoding="utf-8"), reference), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
