@@ -9,7 +9,14 @@ FGRAPH_PEER ?= $(REFPEER)
 export FGRAPH_PEER
 endif
 
-.PHONY: demo test torture venv bench clean
+.PHONY: demo test torture venv bench clean litestream litestream-if-reachable
+
+# Litestream for tests/test_litestream.py and docs/replication.md: npm package 1.0.1 is the only
+# release and ships the static Litestream v0.3.13 at node_modules/<package>/litestream; the
+# checksum pins that exact binary. tools/ is ignored by git.
+LITESTREAM_NPM := @flydotio/litestream-linux-x64@1.0.1
+LITESTREAM_SHA256 := bbd8b9baa5bd9ae35318bececace384247b71fed4269a3e3cb8a8ac3f6c957bb
+LITESTREAM := tools/bin/litestream
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +28,22 @@ venv: $(STAMP)
 demo: $(STAMP)
 	@bash docs/demo.sh $(BIN)/fgraph
 
-test: $(STAMP)
+test: $(STAMP) litestream-if-reachable
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
+
+$(LITESTREAM):
+	npm install --prefix tools/npm --no-audit --no-fund --fetch-retries=1 --fetch-timeout=30000 $(LITESTREAM_NPM)
+	echo "$(LITESTREAM_SHA256)  tools/npm/node_modules/@flydotio/litestream-linux-x64/litestream" | sha256sum -c --quiet
+	mkdir -p $(dir $@)
+	ln -sfn ../npm/node_modules/@flydotio/litestream-linux-x64/litestream $@
+
+litestream: $(LITESTREAM)
+
+# Without the npm registry (or npm, or on another platform) `make test` still runs: the
+# Litestream test then skips and says why.
+litestream-if-reachable:
+	@$(MAKE) --no-print-directory litestream || echo "make: Litestream not fetched; tests/test_litestream.py will skip"
 
 # The torture suite at full size (issue 15): kill -9, faults below SQLite, full disks, concurrency,
 # hostile input and paths; `make test` runs the same families at a bounded size. Figures:
@@ -36,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/transact.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info tools
