@@ -9,8 +9,8 @@ carry the source's logical digest at its basis -- which must be the source's las
 On the way the replica lag is sampled (printed with `pytest -s`): the time from a commit
 returning to the end of the first `litestream restore` that contains it.
 
-Until fgraph accepts the two tables Litestream adds to every database it replicates, the test
-checks that this refusal is what stands in the way and reports XFAIL (docs/replication.md).
+Litestream adds two bookkeeping tables to every database it replicates; fgraph tolerates exactly
+those (spec README decision 9, tests/test_layout.py), and the restored file must carry no other.
 The binary comes from `make litestream` (the npm package `@flydotio/litestream-linux-x64`,
 pinned in the Makefile); the test runs that target itself when the binary is missing and
 skips, with the reason, only when it cannot be obtained.
@@ -30,11 +30,9 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-import apsw
 import pytest
 
 import fgraph
-from fgraph.core.errors import FormatError
 
 from .conftest import REPO
 
@@ -102,25 +100,6 @@ def obtain_litestream() -> Path:
     version = subprocess.run([str(LITESTREAM), "version"], capture_output=True, text=True, timeout=30).stdout
     assert version.startswith("v0.3."), f"expected Litestream 0.3.x, got {version!r}"
     return LITESTREAM
-
-
-def fgraph_opens_litestream_files(tmp_path: Path) -> bool:
-    """Whether fgraph opens a file holding the two tables Litestream 0.3.x adds to every database it
-    replicates (format v2 refuses foreign objects; docs/replication.md, Litestream, Status)."""
-    path = str(tmp_path / "probe.fgraph")
-    fgraph.connect(path).close()
-    raw = apsw.Connection(path)
-    try:
-        raw.execute("CREATE TABLE _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER);"
-                    "CREATE TABLE _litestream_lock (id INTEGER);")
-    finally:
-        raw.close()
-    try:
-        fgraph.connect(path).close()
-    except FormatError as refusal:
-        assert "_litestream_" in str(refusal), refusal
-        return False
-    return True
 
 
 def run_fgraph(*args: str) -> subprocess.CompletedProcess:
@@ -220,9 +199,6 @@ def test_the_recipe_documents_the_commands_this_test_runs():
 
 def test_litestream_replica_restores_to_the_source_digest(tmp_path):
     litestream = obtain_litestream()
-    if not fgraph_opens_litestream_files(tmp_path):
-        pytest.xfail("fgraph refuses files holding Litestream's _litestream_seq and _litestream_lock tables, "
-                     "so it cannot open a file Litestream replicates (fgraph/core/layout.py must accept them)")
     source, replica = tmp_path / "team.fgraph", tmp_path / "replica"
     config, log, stop_file = tmp_path / "litestream.yml", tmp_path / "litestream.log", tmp_path / "stop-writers"
     config.write_text(recipe_config())

@@ -21,6 +21,14 @@ FTS_SHADOW_TABLES = frozenset({
     "fgraph_fts_docsize", "fgraph_fts_idx",
 })
 
+# Litestream 0.3.x creates these two bookkeeping tables in every database it replicates. Spec
+# README decision 9: exactly these, with these shapes, are tolerated foreign objects (opens,
+# writes, reads, doctor, snapshot and the digest ignore them) and copies are made without them.
+TOLERATED_TABLES = {
+    "_litestream_seq": ("table", "create table _litestream_seq (id integer primary key, seq integer)"),
+    "_litestream_lock": ("table", "create table _litestream_lock (id integer)"),
+}
+
 EMPTY = "empty"      # markers (0, 0) and no objects: needs genesis
 FGRAPH = "fgraph"    # a valid format-v2 file
 FOREIGN = "foreign"
@@ -59,7 +67,7 @@ def classify(conn: apsw.Connection, path: str) -> str:
     """EMPTY or FGRAPH; anything else raises FormatError without writing."""
     app_id, version, objects = _read_markers(conn, path)
     if (app_id, version) == (0, 0):
-        if objects:
+        if any(not tolerated(kind, name, sql) for kind, name, sql in objects):
             raise _not_ours(path, "it already holds tables of another application",
                             "fgraph needs a dedicated file; choose a new path")
         return EMPTY
@@ -92,7 +100,7 @@ def validate_objects(objects, path: str) -> None:
     expected = expected_objects()
     seen = {}
     for kind, name, sql in objects:
-        if name.startswith("sqlite_") or name in FTS_SHADOW_TABLES:
+        if name.startswith("sqlite_") or name in FTS_SHADOW_TABLES or tolerated(kind, name, sql):
             continue
         if name not in expected:
             raise _not_ours(path, f"it holds a foreign {kind} {name!r}",
@@ -104,6 +112,20 @@ def validate_objects(objects, path: str) -> None:
         if seen[name] != (kind, sql):
             raise _not_ours(path, f"the {kind} {name!r} differs from the format-v2 definition",
                             "the file was altered outside fgraph; restore it from a backup or snapshot")
+
+
+def tolerated(kind: str, name: str, sql: str | None) -> bool:
+    """Whether the object is one of Litestream's two tables, exactly as Litestream creates it."""
+    return TOLERATED_TABLES.get(name) == (kind, _normalise(sql or ""))
+
+
+def drop_tolerated(conn: apsw.Connection) -> None:
+    """Remove the tolerated tables from a copy, so that any runtime can open it (decision 9)."""
+    present = [(kind, name, sql) for kind, name, sql in conn.execute(
+        "SELECT type, name, sql FROM sqlite_schema WHERE name IN ('_litestream_seq', '_litestream_lock')")]
+    for kind, name, sql in present:
+        if tolerated(kind, name, sql):
+            conn.execute(f'DROP TABLE "{name}"')
 
 
 def initialize(conn: apsw.Connection, path: str, clock) -> None:

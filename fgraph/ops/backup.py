@@ -108,6 +108,7 @@ def copy_pages(source: apsw.Connection, target: str) -> None:
                 with dest.backup("main", source, "main") as step:
                     while not step.step(-1):
                         pass
+                layout.drop_tolerated(dest)  # a copy carries no Litestream bookkeeping (decision 9)
                 return
             except (apsw.BusyError, apsw.LockedError):
                 if attempt == BUSY_RETRIES:
