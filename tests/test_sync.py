@@ -1,9 +1,9 @@
-"""Proves ``fgraph sync`` (docs/sync.md) on real files through the CLI: three stores written by
+"""Proves ``fgraph sync`` (docs/replication.md) on real files through the CLI: three stores written by
 separate processes fan into one, every event exactly once and in its source's order; a re-run
 applies nothing; a syncer killed with SIGKILL and restarted ends where an uninterrupted one does;
 a kill between a batch's commit and its cursor write re-sends events that apply skips; a replaced
 source or target is noticed; ``--follow`` picks up new commits and stops cleanly on SIGTERM; bad
-inputs give typed errors. The ordering claims of docs/sync.md are checked here too."""
+inputs give typed errors. The ordering claims of docs/replication.md are checked here too."""
 
 from __future__ import annotations
 
@@ -304,7 +304,7 @@ def test_the_library_checks_its_arguments(tmp_path):
         library.sync([str(tmp_path / "a.db")], str(tmp_path / "t.db"), batch_size=0)
 
 
-# ----------------------------------------------------------------- the ordering claims of docs/sync.md
+# ----------------------------------------------------------------- the ordering claims of docs/replication.md
 
 def source_events(tmp_path: Path, *requests) -> list[str]:
     with fgraph.connect(str(tmp_path / "src.db"), event_factory=seeded("order")) as db:

@@ -1,4 +1,4 @@
-"""``fgraph sync``: fan the event/1 streams of several stores into one target (issue 16, docs/sync.md).
+"""``fgraph sync``: fan the event/1 streams of several stores into one target (issue 16, docs/replication.md).
 
 Built on the public ``Db`` only. Each source is opened read-only and read with ``iter_events``,
 pinned to its latest transaction at the start of each round; the target is written with
