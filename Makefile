@@ -20,7 +20,7 @@ LITESTREAM := tools/bin/litestream
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,browse]'
 	touch $(STAMP)
 
 venv: $(STAMP)
