@@ -120,22 +120,23 @@ def entity_name(value, what: str) -> str:
     return value
 
 
-def _text(value, what: str) -> str:
-    if not isinstance(value, str):
-        raise BadRecord(f"{what} is not a string")
+def _require(value, fits: bool, what: str, shape: str):
+    if not fits:
+        raise BadRecord(f"{what} is not {shape}")
     return value
+
+
+def _text(value, what: str) -> str:
+    return _require(value, isinstance(value, str), what, "a string")
 
 
 def _texts(value, what: str) -> list:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise BadRecord(f"{what} is not an array of strings")
-    return value
+    fits = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return _require(value, fits, what, "an array of strings")
 
 
 def _object(value, what: str) -> dict:
-    if not isinstance(value, dict):
-        raise BadRecord(f"{what} is not a JSON object")
-    return value
+    return _require(value, isinstance(value, dict), what, "a JSON object")
 
 
 # ----------------------------------------------------------------- mcp-memory
