@@ -45,7 +45,7 @@ def test_writers_follower_and_reader_together(tmp_path):
     assert cli("--db", path, "add", '{"id":"seed","t/n":0}')[0] == 0
     context = multiprocessing.get_context("fork")
     results, stop = context.Queue(), context.Event()
-    follower = subprocess.Popen([FGRAPH, "--db", path, "tail", "--follow", "--since", "64", "--json"],
+    follower = subprocess.Popen([FGRAPH, "--db", path, "tail", "--follow", "--since", "64"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: list[str] = []
     pump = threading.Thread(target=lambda: seen.extend(iter(follower.stdout.readline, "")), daemon=True)
@@ -64,7 +64,7 @@ def test_writers_follower_and_reader_together(tmp_path):
     acknowledged = [tx for _, txs, _ in outcomes for tx in txs]
     failures = [f for _, _, fs in outcomes for f in fs] + reader_outcome[2]
     total = WRITERS * writes + 1
-    code, out, _ = cli("--db", path, "tail", "--since", "64", "--json")
+    code, out, _ = cli("--db", path, "tail", "--since", "64")
     stream = out.splitlines()
     assert wait_for(lambda: len(seen) >= total, timeout=60), (len(seen), total)
     follower.terminate()
