@@ -122,6 +122,9 @@ def anonymous_eid(event_uuid: str, ordinal: int) -> bytes:
 
 
 def gid_to_uuid(gid: bytes) -> str:
+    if type(gid) is bytes and len(gid) == 16:  # the hot path of snapshots and reads: no UUID object
+        h = gid.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
     return str(uuid.UUID(bytes=gid))
 
 

@@ -11,9 +11,12 @@ import hashlib
 from collections import OrderedDict
 from typing import Iterator
 
+import orjson
+
 from fgraph.core import values
 from fgraph.core.canonical import dumps
 from fgraph.core.catalog import Catalog
+from fgraph.core.genesis import A_AT, A_IMPORTED_AT
 from fgraph.core.identity import GENESIS_EVENT, gid_to_uuid
 from fgraph.core.txn import read_transaction
 from fgraph.core.limits import GENESIS_TX
@@ -57,6 +60,40 @@ def iter_snapshot(conn, basis: int | None = None) -> Iterator[str]:
         yield from _lines(conn, basis)
 
 
+# One pass per section, with every identity lookup joined in SQLite instead of asked one row at
+# a time from Python: receipts carry their transaction's gid and fgraph/at / imported-at, facts
+# their entity, attribute, transaction and retracting transaction. The facts are scanned in rowid
+# (= id) order, so no sort is needed however large the store is.
+_RECEIPTS = (
+    "SELECT ev.tx, ev.event_hash, ev.event_data, ev.operation_id, ev.request_hash, ids.gid, "
+    f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = {A_AT} AND tx = ev.tx), "
+    f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = {A_IMPORTED_AT} AND tx = ev.tx) "
+    "FROM fgraph_events AS ev CROSS JOIN fgraph_ids AS ids ON ids.id = ev.tx "
+    f"WHERE ev.tx > {GENESIS_TX} AND ev.tx <= ? ORDER BY ev.tx")
+_FACTS = (
+    "SELECT f.v, f.t, ie.name, ie.gid, ia.name, ia.gid, itx.gid, f.rx, irx.gid "
+    "FROM fgraph_facts AS f NOT INDEXED CROSS JOIN fgraph_ids AS ie ON ie.id = f.e "
+    "CROSS JOIN fgraph_ids AS ia ON ia.id = f.a CROSS JOIN fgraph_ids AS itx ON itx.id = f.tx "
+    "LEFT JOIN fgraph_ids AS irx ON irx.id = f.rx "
+    f"WHERE f.tx > {GENESIS_TX} AND f.tx <= ? ORDER BY f.id")
+
+
+def _selector_text(name, gid) -> str:
+    """The canonical JSON of a selector: the name, else ``{"eid": uuid}``. A stored name is valid
+    text, whose canonical form is orjson's (02 §4: no escapes beyond JSON's own)."""
+    return orjson.dumps(name).decode() if name is not None else '{"eid":"%s"}' % gid_to_uuid(gid)
+
+
+def _value_text(value) -> str:
+    """Canonical JSON of a rendered value; text and in-range integers (most values) skip the scan."""
+    kind = type(value)
+    if kind is str:
+        return orjson.dumps(value).decode()
+    if kind is int and -9223372036854775808 <= value <= 9223372036854775807:
+        return str(value)
+    return dumps(value)
+
+
 def _lines(conn, basis: int | None) -> Iterator[str]:
     cat = Catalog(conn)
     basis = cat.latest_tx() if basis is None else basis
@@ -75,26 +112,35 @@ def _lines(conn, basis: int | None) -> Iterator[str]:
         f"SELECT created_tx, id, name, gid FROM fgraph_ids WHERE created_tx > {GENESIS_TX} AND created_tx <= ? "
         "ORDER BY created_tx, id", (basis,))
     pending = next(created_rows, None)
-    for tx, event_hash, event_data, operation_id, request_hash in conn.cursor().execute(
-            "SELECT tx, event_hash, event_data, operation_id, request_hash FROM fgraph_events "
-            f"WHERE tx > {GENESIS_TX} AND tx <= ? ORDER BY tx", (basis,)):
+    for tx, event_hash, event_data, operation_id, request_hash, gid, at, imported in conn.cursor().execute(
+            _RECEIPTS, (basis,)):
         created = []
         while pending is not None and pending[0] <= tx:
             if pending[0] == tx and pending[1] != tx:
                 created.append(pending[2] if pending[2] is not None else {"eid": gid_to_uuid(pending[3])})
             pending = next(created_rows, None)
-        at = cat.tx_at(tx)
-        imported = cat.imported_at(tx)
         receipts += 1
         yield emit(_receipt_line(tx, event_hash, event_data, operation_id, request_hash, at,
-                                 imported if imported is not None else at, created, sel.uuid(tx)))
+                                 imported if imported is not None else at, created, gid_to_uuid(gid)))
     facts = 0
-    for e, a, v, t, tx, rx in conn.cursor().execute(
-            f"SELECT e, a, v, t, tx, rx FROM fgraph_facts WHERE tx > {GENESIS_TX} AND tx <= ? ORDER BY id", (basis,)):
-        blob = cat.blob(v) if t in values.INDIRECT_TAGS else None
+    render, logical_name, indirect = values.render, values.logical_name, values.INDIRECT_TAGS
+    attribute_texts: dict = {}  # attributes are few and repeat on every fact
+
+    def attribute_text(name, gid) -> str:
+        text = attribute_texts.get(name)
+        if text is None:
+            text = _selector_text(name, gid)
+            if name is not None and len(attribute_texts) < SELECTOR_CACHE:
+                attribute_texts[name] = text
+        return text
+
+    for v, t, e_name, e_gid, a_name, a_gid, tx_gid, rx, rx_gid in conn.cursor().execute(_FACTS, (basis,)):
+        blob = cat.blob(v) if t in indirect else None
+        retracted = '"%s"' % gid_to_uuid(rx_gid) if rx is not None and rx <= basis else "null"
         facts += 1
-        yield emit(dumps({"fact": [sel(e), sel(a), values.render(t, v, blob, sel), values.logical_name(t),
-                                   sel.uuid(tx), sel.uuid(rx) if rx is not None and rx <= basis else None]}))
+        yield emit('{"fact":[%s,%s,%s,"%s","%s",%s]}' % (
+            _selector_text(e_name, e_gid), attribute_text(a_name, a_gid), _value_text(render(t, v, blob, sel)),
+            logical_name(t), gid_to_uuid(tx_gid), retracted))
     yield dumps({"facts": facts, "fgraph": "end", "receipts": receipts, "sha256": digest.hexdigest()})
 
 
