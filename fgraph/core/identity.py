@@ -129,5 +129,12 @@ def gid_to_uuid(gid: bytes) -> str:
 
 
 def uuid_to_gid(text: str) -> bytes:
+    if type(text) is str and len(text) == 36 and text[8] == text[13] == text[18] == text[23] == "-":
+        try:  # the hyphenated form, the only one on the wire: no UUID object on the hot path of restore
+            raw = bytes.fromhex(text[:8] + text[9:13] + text[14:18] + text[19:23] + text[24:])
+        except ValueError:
+            raw = b""
+        if len(raw) == 16:
+            return raw
     return uuid.UUID(text).bytes
 
