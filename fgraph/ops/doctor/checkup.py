@@ -41,6 +41,7 @@ class Checkup:
                         "shape_violations": 0, "unverifiable_event_hashes": 0}
         self.meta: dict = {}
         self.attr_groups: list = []
+        self.disagreeing_facts = 0  # counted by the event pass, reported in the agreement check's place
         self.missing_blobs = self.bad_tags = self.bad_values = 0
         physical.register_functions(conn)
 

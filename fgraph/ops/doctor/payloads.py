@@ -2,10 +2,10 @@
 redactions are audited excisions, each event's ``created`` list matches the identity
 registry, and every fact is listed by the events that asserted and retracted it.
 
-Two kinds of pass, each streaming once in transaction order: payloads merged with the
-registry in ``created_tx`` order (``events``), and facts against the parsed payload of their
-transaction (``agreement``, our addition; restore checks the same, decision 7). Memory holds
-one payload's sets and the redacted tx ids.
+One pass streams the payloads in transaction order, merged with the registry in
+``created_tx`` order and with the two fact walks of ``agreement`` (facts against the parsed
+payload of their transaction, our addition; restore checks the same, decision 7), so each
+payload is read and parsed once. Memory holds one payload's sets and the redacted tx ids.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import json
 
 import orjson
 
-from fgraph.core import values
-from fgraph.core.canonical import dumps, format_float
+from fgraph.core.canonical import format_float
 from fgraph.core.errors import FgraphError
-from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE, genesis_event
+from fgraph.core.genesis import A_AT, A_EXCISED, A_IMPORTED_AT, genesis_event
 from fgraph.core.identity import anonymous_eid, uuid_to_gid
-from fgraph.core.limits import EVENT_KEYS, GENESIS_TX, UUID_RE, is_subsequence
-
-EXCISION_KEYS = frozenset({"asserted", "at", "created", "event", "fgraph", "redacted", "redacts", "retracted"})
+from fgraph.core.limits import GENESIS_TX, UUID_RE, is_subsequence
+from fgraph.ops.doctor.agreement import EXCISION_KEYS, FactWalk, Payload
+from fgraph.ops.doctor.agreement import uuid_text as _uuid, well_formed as _well_formed
 
 
 class CanonicalParser:
@@ -138,6 +137,7 @@ def events(c) -> None:
               "ORDER BY created_tx, id")
     pending = next(ids, None)
     state = _EventPass(c)
+    asserting, retracting = FactWalk(c, asserting=True), FactWalk(c, asserting=False)
     for tx, event_hash, text, uuid, at, imported, excision in c.q(
             "SELECT ev.tx, ev.event_hash, ev.event_data, i.gid, "
             f"(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_AT} "
@@ -153,6 +153,10 @@ def events(c) -> None:
                 created.append(pending[1:])
             pending = next(ids, None)
         state.event(tx, event_hash, text, _uuid(uuid), at, imported, bool(excision), created)
+        payload = Payload(text)
+        asserting.upto(tx, payload)
+        retracting.upto(tx, payload)
+    c.disagreeing_facts = asserting.finish() + retracting.finish()
     c.findings.count("registry", "invalid event-derived anonymous identities", state.anonymous_bad)
     c.findings.count("registry", "identities disagree with the created list of their event", state.created_bad)
     c.figures["unverifiable_event_hashes"] = len(state.redacted)
@@ -164,93 +168,7 @@ def events(c) -> None:
 
 # -- facts agree with their events ----------------------------------------------------------------
 def agreement(c) -> None:
-    """Every fact is listed by the event that asserted it, and by the event that retracted it.
-
-    Two streaming passes: facts in fact-id order (the order of their asserting transactions),
-    then retracted facts in ``rx`` order, so each payload is parsed once per pass. Facts are
-    rendered as their snapshot renders them (selectors joined in SQL); redacted payloads prove
-    nothing and are skipped.
-    """
-    bad = _agree(c, "f.tx", f"f.tx > {GENESIS_TX} ORDER BY f.id", asserting=True)
-    bad += _agree(c, "f.rx", f"f.rx IS NOT NULL AND f.tx > {GENESIS_TX} ORDER BY f.rx", asserting=False)
-    c.findings.count("agreement", "facts disagree with the events that asserted or retracted them", bad)
-
-
-def _agree(c, column: str, where: str, asserting: bool) -> int:
-    bad, current, sets = 0, None, None
-    for en, eg, an, v, t, blob, vn, vg, tx, e, a in c.q(
-            f"SELECT ie.name, ie.gid, ia.name, f.v, f.t, b.data, iv.name, iv.gid, {column}, f.e, f.a "
-            "FROM fgraph_facts f LEFT JOIN fgraph_ids ie ON ie.id = f.e LEFT JOIN fgraph_ids ia ON ia.id = f.a "
-            "LEFT JOIN fgraph_ids iv ON f.t = 0 AND iv.id = f.v "
-            f"LEFT JOIN fgraph_blobs b ON f.t IN (7, 8, 9) AND b.hash = f.v WHERE {where}"):
-        if tx != current:
-            current, sets = tx, _payload_sets(c, tx, asserting)
-        if sets is None or (asserting and e == tx and a in (A_AT, A_IMPORTED_AT)):
-            continue
-        try:
-            selector = en if en is not None else {"eid": _uuid(eg)}
-            tag = values.logical_name(t)
-            value = values.render(t, v, blob, lambda _: vn if vn is not None else {"eid": _uuid(vg)})
-            if not asserting:
-                ok = _key([selector, an, value, tag]) in sets["retracted"] or \
-                    _key([selector, an]) in sets["replaced"]()
-            elif e != tx:
-                ok = _key([selector, an, value, tag]) in sets["asserted"]
-            elif a == A_EXCISED and sets["excision"]:
-                ok = True
-            elif a in (A_BY, A_SOURCE, A_META):
-                ok = _key([value]) == sets[a]
-            else:
-                ok = _key([an, value, tag]) in sets["tx_facts"]
-        except (FgraphError, ValueError):  # stored bytes that do not decode; a bug (TypeError …) is raised
-            ok = False
-        bad += not ok
-    return bad
-
-
-def _payload_sets(c, tx: int, asserting: bool):
-    row = c.one("SELECT event_data FROM fgraph_events WHERE tx = ?", (tx,))
-    try:
-        doc = orjson.loads(row[0]) if row is not None and isinstance(row[0], str) else None
-        if not isinstance(doc, dict) or not _well_formed(doc):
-            return None
-        if not asserting:
-            replaced = []
-
-            def lazily():
-                if not replaced:
-                    replaced.append({_key(x[:2]) for x in doc["asserted"] if isinstance(x, list)})
-                return replaced[0]
-            return {"retracted": {_key(values.as_stored_tuple(x)) for x in doc["retracted"]}, "replaced": lazily}
-        return {"asserted": {_key(values.as_stored_tuple(x)) for x in doc["asserted"]},
-                "tx_facts": {_key(values.as_stored_tuple(x)) for x in doc.get("tx_facts", ())}, "excision": "redacts" in doc,
-                A_BY: _key([doc["by"]]) if "by" in doc else None,
-                A_SOURCE: _key([doc["source"]]) if "source" in doc else None,
-                A_META: _key([{"json": doc["meta"]}]) if "meta" in doc else None}
-    except (FgraphError, TypeError, ValueError, orjson.JSONDecodeError):
-        return None
-
-
-# -- small helpers ---------------------------------------------------------------------------------
-def _uuid(gid) -> str | None:
-    if not isinstance(gid, bytes) or len(gid) != 16:
-        return None
-    h = gid.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _well_formed(doc: dict) -> bool:
-    keys = doc.keys()
-    return (type(doc.get("at")) is int and type(doc.get("asserted")) is list and type(doc.get("created")) is list
-            and type(doc.get("retracted")) is list and (keys <= EVENT_KEYS or keys == EXCISION_KEYS))
-
-
-def _key(item) -> bytes:
-    """Canonical bytes of a fact tuple; orjson alone where no float can occur (its escapes are canonical)."""
-    if isinstance(item, list) and item and item[-1] not in ("float", "vector", "json") and \
-            not (len(item) == 1 and isinstance(item[0], dict)):
-        try:
-            return orjson.dumps(item)
-        except orjson.JSONEncodeError:
-            pass
-    return dumps(item).encode("utf-8")
+    """Every fact is listed by the event that asserted it, and by the event that retracted it;
+    counted by the walks of ``events`` (``fgraph.ops.doctor.agreement``)."""
+    c.findings.count("agreement", "facts disagree with the events that asserted or retracted them",
+                     c.disagreeing_facts)
