@@ -24,6 +24,7 @@ import apsw
 
 from fgraph.core import connection, layout
 from fgraph.ops import doctor
+from fgraph.ops.digest_worker import DigestWorker
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
 from fgraph.core.sqlite_errors import translate
 from fgraph.streams.snapshot import logical_digest
@@ -119,7 +120,7 @@ def copy_pages(source: apsw.Connection, target: str) -> None:
         dest.close()
 
 
-def _open_copy(path: str) -> apsw.Connection:
+def open_copy(path: str) -> apsw.Connection:
     """Read-only, immutable: nobody else writes the scratch file, and no sidecars are created."""
     uri = "file:" + urllib.parse.quote(os.path.abspath(path), safe="/") + "?mode=ro&immutable=1"
     conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
@@ -138,23 +139,31 @@ def _open_source(path: str) -> apsw.Connection:
     """A backup file nobody has open in WAL mode (no sidecars) is read immutable, so none are created."""
     if any(os.path.lexists(path + s) for s in ("-wal", "-shm", "-journal")):
         return connection.open_connection(path, read_only=True)
-    return _open_copy(path)
+    return open_copy(path)
 
 
 def verify_copy(path: str, what: str) -> dict:
-    """Full doctor, basis and logical digest of a copy, all in one read transaction."""
-    conn = _open_copy(path)
+    """Full doctor, basis and logical digest of a copy, all in one read transaction; the digest is
+    computed by a second process meanwhile (``digest_worker``), here when that one fails."""
+    worker = DigestWorker.start(path)
     try:
-        with read_transaction(conn):
-            report = doctor.check(conn, second_handle=lambda: _open_copy(path))
-            if not report["ok"]:
-                raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
-                                  "nothing was published; run `fgraph doctor` on the source and repair or restore it")
-            basis = conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
-            digest = logical_digest(conn)
-        return {"basis_tx": basis, "digest": digest}
+        conn = open_copy(path)
+        try:
+            with read_transaction(conn):
+                report = doctor.check(conn, second_handle=lambda: open_copy(path))
+                if not report["ok"]:
+                    raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
+                                      "nothing was published; run `fgraph doctor` on the source and repair or "
+                                      "restore it")
+                basis = conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
+                found = worker.result()
+                digest = found["digest"] if found is not None and found["basis_tx"] == basis else \
+                    logical_digest(conn, basis)
+            return {"basis_tx": basis, "digest": digest}
+        finally:
+            conn.close()
     finally:
-        conn.close()
+        worker.stop()
 
 
 def _fsync(path: str, directory: bool = False) -> None:
