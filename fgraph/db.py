@@ -232,7 +232,7 @@ class Db:
         published library does; with ``details=True`` ``{"basis_tx", "ok"}`` (what ``fgraph restore`` prints)."""
         self._writable()
         try:
-            result = _restore.restore(self.connection, source, final_check=_doctor.check)
+            result = _restore.restore(self.connection, source, final_check=_doctor.diagnose)
             return result if details else None
         finally:
             self._schema_cache.clear()

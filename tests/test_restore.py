@@ -52,3 +52,44 @@ def test_a_truncated_snapshot_leaves_the_destination_pristine(cut):
         assert db.stats()["transactions"] == 1
     finally:
         db.close()
+
+
+def _contradicted(mutate) -> fgraph.FgraphError:
+    from tests.test_snapshot import records_of, reseal
+    with fgraph.connect(":memory:") as source:
+        source.transact({"id": "ada", "p/name": "Ada", "p/age": 36, "p/friend": {"ref": "bob"}})
+        source.transact({"id": "bob", "p/name": "Bob"})
+        source.transact({"id": "ada", "p/age": 37})
+        source.retract("ada", "p/friend")
+        records = records_of(source.snapshot())
+    line = mutate(records)
+    with fgraph.connect(":memory:") as db:
+        with pytest.raises(fgraph.FgraphError) as caught:
+            db.restore(reseal(records))
+        assert db.stats()["transactions"] == 1  # atomically refused
+    return caught.value, line
+
+
+def test_a_contradicting_fact_is_refused_at_its_own_line():
+    """Decision 7 is checked by the final doctor's one pass; the refusal still names the first
+    contradicting record's line and the event it contradicts."""
+    def rewrite_second_name(records):
+        names = [i for i, r in enumerate(records) if "fact" in r and r["fact"][1] == "p/name"]
+        records[names[1]]["fact"][2] = "Robert"
+        return names[1] + 1
+
+    error, line = _contradicted(rewrite_second_name)
+    assert error.name == "Conflict" and error.line == line
+    assert "a p/name fact disagrees with the event that asserted it" in str(error)
+
+
+def test_a_fact_retracted_by_the_wrong_event_is_refused_at_its_own_line():
+    def move_retraction(records):
+        friend = next(i for i, r in enumerate(records) if "fact" in r and r["fact"][1] == "p/friend")
+        events = [r["receipt"]["event"] for r in records if "receipt" in r]
+        records[friend]["fact"][5] = events[-2]  # the p/age update, which never mentions p/friend
+        return friend + 1
+
+    error, line = _contradicted(move_retraction)
+    assert error.name == "Conflict" and error.line == line
+    assert "a p/friend fact disagrees with the event that retracted it" in str(error)

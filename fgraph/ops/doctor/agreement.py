@@ -21,7 +21,7 @@ from fgraph.core.errors import FgraphError
 from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.limits import EVENT_KEYS, GENESIS_TX
 
-_COLUMNS = ("SELECT {0}, f.e, f.a, f.v, f.t, ie.name, ie.gid, ia.name, b.data, iv.name, iv.gid "
+_COLUMNS = ("SELECT {0}, f.e, f.a, f.v, f.t, ie.name, ie.gid, ia.name, b.data, iv.name, iv.gid, f.id "
             "FROM fgraph_facts f LEFT JOIN fgraph_ids ie ON ie.id = f.e LEFT JOIN fgraph_ids ia ON ia.id = f.a "
             "LEFT JOIN fgraph_ids iv ON f.t = 0 AND iv.id = f.v "
             "LEFT JOIN fgraph_blobs b ON f.t IN (7, 8, 9) AND b.hash = f.v ")
@@ -86,6 +86,7 @@ class FactWalk:
     def __init__(self, c, asserting: bool):
         self.c, self.asserting = c, asserting
         self.bad = 0
+        self.first: tuple | None = None  # (fact id, attribute name) of the lowest disagreeing fact id
         self.rows = c.conn.cursor().execute(ASSERTED if asserting else RETRACTED)
         self.pending = next(self.rows, None)
 
@@ -104,6 +105,8 @@ class FactWalk:
             while row is not None and row[0] == current:
                 if sets is not None and not check(row, sets):
                     self.bad += 1
+                    if self.first is None or row[11] < self.first[0]:
+                        self.first = (row[11], row[7])
                 row = next(self.rows, None)
         self.pending = row
 
@@ -111,9 +114,10 @@ class FactWalk:
         self.upto(_AFTER_ALL)
         return self.bad
 
+
     @staticmethod
     def asserted(row, sets: dict) -> bool:
-        tx, e, a, v, t, en, eg, an, blob, vn, vg = row
+        tx, e, a, v, t, en, eg, an, blob, vn, vg, _ = row
         try:
             if e != tx:
                 return fact_key(en, eg, an, v, t, blob, vn, vg) in sets["asserted"]
@@ -129,7 +133,7 @@ class FactWalk:
 
     @staticmethod
     def retracted(row, sets: list) -> bool:
-        _, e, a, v, t, en, eg, an, blob, vn, vg = row
+        _, e, a, v, t, en, eg, an, blob, vn, vg, _ = row
         try:
             if fact_key(en, eg, an, v, t, blob, vn, vg) in sets[0]:
                 return True
@@ -138,6 +142,15 @@ class FactWalk:
             return key([en if en is not None else {"eid": uuid_text(eg)}, an]) in sets[1]
         except (FgraphError, ValueError):
             return False
+
+
+def first_disagreement(asserting: FactWalk, retracting: FactWalk) -> dict | None:
+    """The disagreeing fact with the lowest id (its snapshot line comes first), and which event it contradicts."""
+    found = [(walk.first, walk.asserting) for walk in (asserting, retracting) if walk.first is not None]
+    if not found:
+        return None
+    (fact, attribute), side = min(found, key=lambda item: (item[0][0], not item[1]))  # asserting side first
+    return {"fact": fact, "attribute": attribute, "side": "asserted" if side else "retracted"}
 
 
 def fact_key(en, eg, an, v, t, blob, vn, vg) -> bytes:

@@ -42,6 +42,7 @@ class Checkup:
         self.meta: dict = {}
         self.attr_groups: list = []
         self.disagreeing_facts = 0  # counted by the event pass, reported in the agreement check's place
+        self.first_disagreement: dict | None = None
         self.missing_blobs = self.bad_tags = self.bad_values = 0
         physical.register_functions(conn)
 

@@ -28,6 +28,7 @@ class Problem:
     kind: str
     message: str
     repairable: bool = False
+    detail: dict | None = None  # data for callers that act on a finding (restore's first disagreeing fact)
 
 
 class Findings:
@@ -37,8 +38,9 @@ class Findings:
         self.problems: list[Problem] = []
         self._groups: dict[str, list] = {}
 
-    def add(self, kind: str, message: str, *, repairable: bool = False, first: bool = False) -> None:
-        problem = Problem(kind, message, repairable)
+    def add(self, kind: str, message: str, *, repairable: bool = False, first: bool = False,
+            detail: dict | None = None) -> None:
+        problem = Problem(kind, message, repairable, detail)
         if first:
             self.problems.insert(0, problem)
         else:

@@ -20,7 +20,7 @@ from fgraph.core.errors import FgraphError
 from fgraph.core.genesis import A_AT, A_EXCISED, A_IMPORTED_AT, genesis_event
 from fgraph.core.identity import anonymous_eid, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, UUID_RE, is_subsequence
-from fgraph.ops.doctor.agreement import EXCISION_KEYS, FactWalk, Payload
+from fgraph.ops.doctor.agreement import EXCISION_KEYS, FactWalk, Payload, first_disagreement
 from fgraph.ops.doctor.agreement import uuid_text as _uuid, well_formed as _well_formed
 
 
@@ -157,6 +157,7 @@ def events(c) -> None:
         asserting.upto(tx, payload)
         retracting.upto(tx, payload)
     c.disagreeing_facts = asserting.finish() + retracting.finish()
+    c.first_disagreement = first_disagreement(asserting, retracting)
     c.findings.count("registry", "invalid event-derived anonymous identities", state.anonymous_bad)
     c.findings.count("registry", "identities disagree with the created list of their event", state.created_bad)
     c.figures["unverifiable_event_hashes"] = len(state.redacted)
@@ -170,5 +171,6 @@ def events(c) -> None:
 def agreement(c) -> None:
     """Every fact is listed by the event that asserted it, and by the event that retracted it;
     counted by the walks of ``events`` (``fgraph.ops.doctor.agreement``)."""
-    c.findings.count("agreement", "facts disagree with the events that asserted or retracted them",
-                     c.disagreeing_facts)
+    if c.disagreeing_facts:
+        c.findings.add("agreement", "facts disagree with the events that asserted or retracted them: "
+                       f"{c.disagreeing_facts}", detail=c.first_disagreement)
