@@ -342,3 +342,19 @@ def test_default_limit_and_catalog_trims_a_cache_it_is_given(db):
     cache.rows.update({i: ("x", None, 64) for i in range(SmallCache.LIMIT + 1)})
     Catalog(db.connection, cache=cache)
     assert cache.rows == {}
+
+
+def test_gid_lookups_are_cached_and_still_respect_a_views_basis(db, people):
+    cache = IdentityCache()
+    gid = Catalog(db.connection).gid_of(74)
+    statements = []
+    db.connection.exec_trace = lambda cursor, sql, bindings: statements.append(sql) or True
+    try:
+        assert Catalog(db.connection, cache=cache).id_by_gid(gid) == 74
+        assert Catalog(db.connection, cache=cache).id_by_gid(gid) == 74
+        assert len(statements) == 1                                   # the second answer came from the cache
+        assert Catalog(db.connection, basis=71, cache=cache).id_by_gid(gid) is None   # created after the basis
+    finally:
+        db.connection.exec_trace = None
+    cache.clear()
+    assert cache.by_gid == {} and cache.rows == {}

@@ -23,16 +23,19 @@ class IdentityCache:
 
     def __init__(self):
         self.by_name: dict[str, int] = {}
+        self.by_gid: dict[bytes, int] = {}
         self.rows: dict[int, tuple] = {}      # id -> (name, gid, created_tx)
         self.transactions: set[int] = set()
 
     def trim(self) -> None:
         """Keep memory flat on long streams: start over past LIMIT rows (a cache, not a source of truth)."""
-        if len(self.rows) > self.LIMIT or len(self.transactions) > self.LIMIT or len(self.by_name) > self.LIMIT:
+        if len(self.rows) > self.LIMIT or len(self.transactions) > self.LIMIT or len(self.by_name) > self.LIMIT \
+                or len(self.by_gid) > self.LIMIT:
             self.clear()
 
     def clear(self) -> None:
         self.by_name.clear()
+        self.by_gid.clear()
         self.rows.clear()
         self.transactions.clear()
 
@@ -79,12 +82,20 @@ class Catalog:
         return ident if self._visible(self.cache.rows[ident]) else None
 
     def id_by_gid(self, gid: bytes) -> int | None:
-        row = self.conn.execute("SELECT id, name, created_tx FROM fgraph_ids WHERE gid = ?", (gid,)).fetchone()
-        if row is None:
-            return None
-        self.cache.trim()
-        self.cache.rows[row[0]] = (row[1], gid, row[2])
-        return row[0] if self._visible(self.cache.rows[row[0]]) else None
+        ident = self.cache.by_gid.get(gid)
+        if ident is None:
+            row = self.conn.execute("SELECT id, name, created_tx FROM fgraph_ids WHERE gid = ?", (gid,)).fetchone()
+            if row is None:
+                return None
+            ident = row[0]
+            self.cache.trim()
+            self.cache.by_gid[gid] = ident
+            self.cache.rows[ident] = (row[1], gid, row[2])
+        row = self.cache.rows.get(ident)
+        if row is None:  # trimmed in between: ask again
+            self.cache.by_gid.pop(gid, None)
+            return self.id_by_gid(gid)
+        return ident if self._visible(row) else None
 
     def name_of(self, ident: int) -> str | None:
         row = self.cache.rows.get(ident)

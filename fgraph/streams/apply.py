@@ -17,7 +17,7 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.names import check_attribute_name, check_name
-from fgraph.core.transact import UNSET, Request, already_applied_report, run_in_transaction
+from fgraph.core.transact import UNSET, Request, WriterHead, already_applied_report, run_in_transaction
 from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire
 from fgraph.core.limits import EVENT_KEYS, MAX_EVENT_BYTES
@@ -170,6 +170,10 @@ def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, iden
     request = Request([], by=record.get("by"), source=record.get("source"), meta=record.get("meta", UNSET))
     report = run_in_transaction(conn, request, None, clock=clock, event_factory=event_factory,
                                 schema_cache=schema_cache, identity_cache=identity_cache, replay=Replay(record))
+    if report["status"] == "applied":
+        # The next record of this transaction starts from here: no max(tx), next_id or time
+        # read-back (valid while no other row changes; a rollback clears the cache).
+        schema_cache.head = WriterHead(report["tx"], report["at"], report["tx"] + 1, conn.total_changes())
     return report
 
 
