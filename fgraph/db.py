@@ -383,9 +383,11 @@ class Db:
         if not repair and self.path != connection.MEMORY:
             path = self.path
             second = lambda: connection.open_connection(path, read_only=True)  # noqa: E731
+        # A second process sees committed rows only: none while this connection holds a transaction.
+        worker = self.path if second is not None and self.connection.getautocommit() else None
         try:
             return _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest,
-                                   second_handle=second)
+                                   second_handle=second, worker_path=worker)
         finally:
             if repair:
                 self._schema_cache.clear()

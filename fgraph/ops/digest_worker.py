@@ -8,7 +8,7 @@ the copy, so both read the same state; the basis is compared all the same, and a
 of the worker (it could not start, died, printed something else) means the digest is
 computed here, as before. The digest itself is ``logical_digest``, byte for byte.
 
-    python -m fgraph.ops.digest_worker PATH   →   {"basis_tx": …, "digest": "…"}
+    python -c "from fgraph.ops.digest_worker import child; …" PATH   →   {"basis_tx": …, "digest": "…"}
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ import subprocess
 import sys
 
 import orjson
+
+# Run with -c, not -m: the package imports this module, and runpy warns about that.
+CHILD = "import sys; from fgraph.ops.digest_worker import child; sys.exit(child(sys.argv[1:]))"
 
 
 class DigestWorker:
@@ -28,7 +31,7 @@ class DigestWorker:
     @classmethod
     def start(cls, path: str) -> "DigestWorker":
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "fgraph.ops.digest_worker", path], stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen([sys.executable, "-c", CHILD, path], stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             proc = None
@@ -70,8 +73,8 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def child(argv: list[str]) -> int:
     try:
-        sys.exit(main(sys.argv[1:]))
+        return main(argv)
     except Exception:  # noqa: BLE001 - the parent sees a non-zero exit and computes the digest itself
-        sys.exit(1)
+        return 1

@@ -144,13 +144,14 @@ class FactWalk:
             return False
 
 
-def first_disagreement(asserting: FactWalk, retracting: FactWalk) -> dict | None:
-    """The disagreeing fact with the lowest id (its snapshot line comes first), and which event it contradicts."""
-    found = [(walk.first, walk.asserting) for walk in (asserting, retracting) if walk.first is not None]
+def first_disagreement(asserted: tuple | None, retracted: tuple | None) -> dict | None:
+    """The disagreeing fact with the lowest id (its snapshot line comes first), given each walk's
+    first ``(fact id, attribute)``, and which event it contradicts (the asserting one first)."""
+    found = [(first[0], side, first[1]) for first, side in ((asserted, 0), (retracted, 1)) if first is not None]
     if not found:
         return None
-    (fact, attribute), side = min(found, key=lambda item: (item[0][0], not item[1]))  # asserting side first
-    return {"fact": fact, "attribute": attribute, "side": "asserted" if side else "retracted"}
+    fact, side, attribute = min(found)
+    return {"fact": fact, "attribute": attribute, "side": "retracted" if side else "asserted"}
 
 
 def fact_key(en, eg, an, v, t, blob, vn, vg) -> bytes:

@@ -20,6 +20,7 @@ from fgraph.core.txn import read_transaction
 from fgraph.ops.doctor import derived, logical, payloads, physical
 from fgraph.ops.doctor.findings import Findings
 from fgraph.ops.doctor.report import Diagnosis
+from fgraph.ops.doctor.worker import CheckWorker, worth_it
 from fgraph.streams.snapshot import logical_digest
 
 # After the physical layout is known good, in the order of spec 06 §3.3.
@@ -42,14 +43,17 @@ class Checkup:
         self.meta: dict = {}
         self.attr_groups: list = []
         self.disagreeing_facts = 0  # counted by the event pass, reported in the agreement check's place
-        self.first_disagreement: dict | None = None
+        self.worker: CheckWorker | None = None  # runs the retracting walk and integrity check when set
+        self.first_asserted = self.first_retracted = None  # (fact id, attribute) of each walk's first
         self.missing_blobs = self.bad_tags = self.bad_values = 0
         physical.register_functions(conn)
 
     def one(self, sql: str, args=()):
         return self.q(sql, args).fetchone()
 
-    def run(self, expect_digest: str | None, parallel: physical.IntegrityThread | None) -> Diagnosis:
+    def run(self, expect_digest: str | None, parallel) -> Diagnosis:
+        """``parallel``: an ``IntegrityThread`` or a ``CheckWorker`` already started, or None."""
+        self.worker = parallel if isinstance(parallel, CheckWorker) else None
         if parallel is None:
             physical.integrity(self, physical.integrity_rows(self.conn))
         if physical.markers_and_objects(self):
@@ -62,7 +66,7 @@ class Checkup:
                 self.findings.add("unreadable", f"checks stopped: SQLite could not read the file ({exc})")
         self.findings.close()
         if parallel is not None:
-            rows = parallel.result()
+            rows = self.worker.integrity() if self.worker is not None else parallel.result()
             physical.integrity(self, rows if rows is not None else physical.integrity_rows(self.conn))
         return Diagnosis(dict(self.figures), tuple(self.findings.problems))
 
@@ -82,25 +86,36 @@ def normalise_digest(digest) -> str:
     return text
 
 
-def diagnose(conn: apsw.Connection, *, expect_digest: str | None = None, second_handle=None) -> Diagnosis:
+def diagnose(conn: apsw.Connection, *, expect_digest: str | None = None, second_handle=None,
+             worker_path: str | None = None, immutable: bool = False) -> Diagnosis:
     """One read-only pass, in the caller's transaction or in one read transaction of its own.
 
     ``second_handle``: a callable opening another read-only connection to the same file; the
     physical integrity check then runs on it in a thread while the logical checks run here.
+    ``worker_path``: the file's path; when the file is large, a second process (``worker``)
+    runs the integrity check and the retracting half of the agreement walk instead
+    (``immutable``: open it as a private copy that nobody writes).
     """
     expected = None if expect_digest is None else normalise_digest(expect_digest)
     with read_transaction(conn):
         parallel = None
-        if second_handle is not None:
+        if worker_path is not None and second_handle is not None and worth_it(worker_path):
+            parallel = CheckWorker(worker_path, immutable)
+            parallel.start()
+        elif second_handle is not None:
             parallel = physical.IntegrityThread(second_handle)
             parallel.start()
         try:
             return Checkup(conn).run(expected, parallel)
         finally:
-            if parallel is not None:
+            if isinstance(parallel, CheckWorker):
+                parallel.stop()
+            elif parallel is not None:
                 parallel.join()
 
 
-def check(conn: apsw.Connection, *, expect_digest: str | None = None, second_handle=None) -> dict:
+def check(conn: apsw.Connection, *, expect_digest: str | None = None, second_handle=None,
+          worker_path: str | None = None, immutable: bool = False) -> dict:
     """The 13-key report of ``diagnose``."""
-    return diagnose(conn, expect_digest=expect_digest, second_handle=second_handle).report
+    return diagnose(conn, expect_digest=expect_digest, second_handle=second_handle, worker_path=worker_path,
+                    immutable=immutable).report

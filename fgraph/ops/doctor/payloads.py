@@ -137,7 +137,8 @@ def events(c) -> None:
               "ORDER BY created_tx, id")
     pending = next(ids, None)
     state = _EventPass(c)
-    asserting, retracting = FactWalk(c, asserting=True), FactWalk(c, asserting=False)
+    asserting = FactWalk(c, asserting=True)
+    retracting = FactWalk(c, asserting=False) if c.worker is None else None  # else the worker walks them
     for tx, event_hash, text, uuid, at, imported, excision in c.q(
             "SELECT ev.tx, ev.event_hash, ev.event_data, i.gid, "
             f"(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_AT} "
@@ -155,9 +156,14 @@ def events(c) -> None:
         state.event(tx, event_hash, text, _uuid(uuid), at, imported, bool(excision), created)
         payload = Payload(text)
         asserting.upto(tx, payload)
-        retracting.upto(tx, payload)
-    c.disagreeing_facts = asserting.finish() + retracting.finish()
-    c.first_disagreement = first_disagreement(asserting, retracting)
+        if retracting is not None:
+            retracting.upto(tx, payload)
+    c.disagreeing_facts = asserting.finish()
+    c.first_retracted = None
+    if retracting is not None:
+        c.disagreeing_facts += retracting.finish()
+        c.first_retracted = retracting.first
+    c.first_asserted = asserting.first
     c.findings.count("registry", "invalid event-derived anonymous identities", state.anonymous_bad)
     c.findings.count("registry", "identities disagree with the created list of their event", state.created_bad)
     c.figures["unverifiable_event_hashes"] = len(state.redacted)
@@ -171,6 +177,13 @@ def events(c) -> None:
 def agreement(c) -> None:
     """Every fact is listed by the event that asserted it, and by the event that retracted it;
     counted by the walks of ``events`` (``fgraph.ops.doctor.agreement``)."""
+    if c.worker is not None:
+        found = c.worker.retracted()
+        if found is None:  # the worker failed: walk the retracted facts here
+            walk = FactWalk(c, asserting=False)
+            found = walk.finish(), walk.first
+        c.disagreeing_facts += found[0]
+        c.first_retracted = found[1]
     if c.disagreeing_facts:
         c.findings.add("agreement", "facts disagree with the events that asserted or retracted them: "
-                       f"{c.disagreeing_facts}", detail=c.first_disagreement)
+                       f"{c.disagreeing_facts}", detail=first_disagreement(c.first_asserted, c.first_retracted))

@@ -18,10 +18,10 @@ from fgraph.ops.doctor.report import Diagnosis
 
 
 def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | None = None,
-        second_handle=None) -> Diagnosis:
+        second_handle=None, worker_path: str | None = None) -> Diagnosis:
     """``diagnose``, or with ``repair`` the repair in one write transaction, then the repaired diagnosis."""
     if not repair:
-        return diagnose(conn, expect_digest=expect_digest, second_handle=second_handle)
+        return diagnose(conn, expect_digest=expect_digest, second_handle=second_handle, worker_path=worker_path)
     if conn.readonly("main") or conn.execute("PRAGMA query_only").fetchone()[0]:
         raise ReadOnly("doctor --repair needs a writable database", "open it writable (not read-only)")
     with write_transaction(conn):
@@ -39,7 +39,7 @@ def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | Non
 
 
 def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_digest: str | None = None,
-            second_handle=None) -> Diagnosis:
+            second_handle=None, worker_path: str | None = None) -> Diagnosis:
     """``run`` for a database file: a repair first finishes an excision's owed scrub, and a scrub
     still owed afterwards is a repairable problem of the diagnosis."""
     owed = scrub.pending(path)
@@ -50,7 +50,7 @@ def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_di
     if repair and owed is not None:
         scrub.scrub(conn, path, None)
         owed = scrub.pending(path)
-    diagnosis = run(conn, repair, expect_digest=expect_digest, second_handle=second_handle)
+    diagnosis = run(conn, repair, expect_digest=expect_digest, second_handle=second_handle, worker_path=worker_path)
     return owing_scrub(diagnosis, owed)
 
 

@@ -1,0 +1,137 @@
+"""Doctor on two cores for large files: a second process runs SQLite's integrity check and the
+retracting half of the agreement walk while this one runs every other check.
+
+The logical checks are Python and hold the GIL, so a thread only overlaps the integrity check
+(C). On a large file the retracting walk (facts in ``rx`` order against the events that
+retracted them) goes to the second process as well, which balances the two cores. The worker
+reads through its own read-only connection: on a file other processes keep writing, it may
+see a later committed state than this process, and each half is consistent within its own
+read transaction (both are checks of committed states of the same file). Any failure of the
+worker (it could not start, died, printed something else) means its checks run here instead,
+so the report is the same either way.
+
+    python -c "from fgraph.ops.doctor.worker import child; …" PATH [--immutable]
+        line 1: {"retracted": [bad, first]}    (first: [fact id, attribute] or null)
+        line 2: {"integrity": [[row], …]}
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import orjson
+
+# Run with -c, not -m: the package imports this module, and runpy warns about that.
+CHILD = "import sys; from fgraph.ops.doctor.worker import child; sys.exit(child(sys.argv[1:]))"
+
+# Below this size the worker's start-up (~0.3 s) costs more than it saves.
+MIN_BYTES = 48 * 1024 * 1024
+
+
+def worth_it(path: str) -> bool:
+    try:
+        size = os.path.getsize(path) + (os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0)
+    except OSError:
+        return False
+    return size >= MIN_BYTES
+
+
+class CheckWorker:
+    """The child process; ``retracted()`` and ``integrity()`` are None whenever it cannot be trusted."""
+
+    def __init__(self, path: str, immutable: bool):
+        self.path, self.immutable = path, immutable
+        self.proc: subprocess.Popen | None = None
+        self.failed = False
+
+    def start(self) -> None:
+        argv = [sys.executable, "-c", CHILD, self.path] + (["--immutable"] if self.immutable else [])
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL)
+        except OSError:
+            self.failed = True
+
+    def _line(self, key: str):
+        if self.failed or self.proc is None:
+            return None
+        try:
+            found = orjson.loads(self.proc.stdout.readline())
+        except (orjson.JSONDecodeError, OSError, ValueError):
+            found = None
+        if not isinstance(found, dict) or key not in found:
+            self.failed = True
+            self.stop()
+            return None
+        return found[key]
+
+    def retracted(self) -> tuple[int, tuple | None] | None:
+        """(disagreeing retracted facts, first as (fact id, attribute) or None), or None to check here."""
+        found = self._line("retracted")
+        if not (isinstance(found, list) and len(found) == 2 and type(found[0]) is int
+                and (found[1] is None or (isinstance(found[1], list) and len(found[1]) == 2))):
+            self.failed = True
+            self.stop()
+            return None
+        return found[0], tuple(found[1]) if found[1] is not None else None
+
+    def integrity(self) -> list | None:
+        """The integrity check's rows, or None to run it here."""
+        found = self._line("integrity")
+        if not isinstance(found, list):
+            self.failed = True
+            self.stop()
+            return None
+        self.stop()
+        return [tuple(row) for row in found]
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+
+def _open(path: str, immutable: bool):
+    if immutable:
+        from fgraph.ops.backup import open_copy
+        return open_copy(path)
+    from fgraph.core.connection import open_connection
+    return open_connection(path, read_only=True)
+
+
+def main(argv: list[str]) -> int:
+    from fgraph.core.txn import read_transaction
+    from fgraph.ops.doctor.agreement import FactWalk
+    from fgraph.ops.doctor.physical import integrity_rows
+
+    class _Reader:  # what FactWalk needs of a Checkup
+        def __init__(self, conn):
+            self.conn = conn
+
+        def one(self, sql, args=()):
+            return self.conn.execute(sql, args).fetchone()
+
+    conn = _open(argv[0], "--immutable" in argv[1:])
+    out = sys.stdout.buffer
+    try:
+        with read_transaction(conn):
+            walk = FactWalk(_Reader(conn), asserting=False)
+            bad = walk.finish()
+        out.write(orjson.dumps({"retracted": [bad, walk.first]}) + b"\n")
+        out.flush()
+        out.write(orjson.dumps({"integrity": integrity_rows(conn)}) + b"\n")
+        out.flush()
+    finally:
+        conn.close()
+    return 0
+
+
+def child(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except Exception:  # noqa: BLE001 - the parent sees no answer and runs these checks itself
+        return 1
