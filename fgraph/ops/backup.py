@@ -150,8 +150,9 @@ def verify_copy(path: str, what: str) -> dict:
         conn = open_copy(path)
         try:
             with read_transaction(conn):
-                report = doctor.check(conn, second_handle=lambda: open_copy(path), worker_path=path,
-                                      immutable=True)
+                # The digest worker already keeps the second core busy: doctor's own worker would
+                # only add a third process (measured slower), so the integrity check runs in a thread.
+                report = doctor.check(conn, second_handle=lambda: open_copy(path))
                 if not report["ok"]:
                     raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
                                       "nothing was published; run `fgraph doctor` on the source and repair or "

@@ -10,7 +10,7 @@ read transaction (both are checks of committed states of the same file). Any fai
 worker (it could not start, died, printed something else) means its checks run here instead,
 so the report is the same either way.
 
-    python -c "from fgraph.ops.doctor.worker import child; …" PATH [--immutable]
+    python -c "from fgraph.ops.doctor.worker import child; …" PATH
         line 1: {"retracted": [bad, first]}    (first: [fact id, attribute] or null)
         line 2: {"integrity": [[row], …]}
 """
@@ -41,13 +41,13 @@ def worth_it(path: str) -> bool:
 class CheckWorker:
     """The child process; ``retracted()`` and ``integrity()`` are None whenever it cannot be trusted."""
 
-    def __init__(self, path: str, immutable: bool):
-        self.path, self.immutable = path, immutable
+    def __init__(self, path: str):
+        self.path = path
         self.proc: subprocess.Popen | None = None
         self.failed = False
 
     def start(self) -> None:
-        argv = [sys.executable, "-c", CHILD, self.path] + (["--immutable"] if self.immutable else [])
+        argv = [sys.executable, "-c", CHILD, self.path]
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL)
@@ -95,15 +95,8 @@ class CheckWorker:
             proc.communicate()
 
 
-def _open(path: str, immutable: bool):
-    if immutable:
-        from fgraph.ops.backup import open_copy
-        return open_copy(path)
-    from fgraph.core.connection import open_connection
-    return open_connection(path, read_only=True)
-
-
 def main(argv: list[str]) -> int:
+    from fgraph.core.connection import open_connection
     from fgraph.core.txn import read_transaction
     from fgraph.ops.doctor.agreement import FactWalk
     from fgraph.ops.doctor.physical import integrity_rows
@@ -115,7 +108,7 @@ def main(argv: list[str]) -> int:
         def one(self, sql, args=()):
             return self.conn.execute(sql, args).fetchone()
 
-    conn = _open(argv[0], "--immutable" in argv[1:])
+    conn = open_connection(argv[0], read_only=True)
     out = sys.stdout.buffer
     try:
         with read_transaction(conn):
