@@ -33,6 +33,17 @@ class IdentityCache:
                 or len(self.by_gid) > self.LIMIT:
             self.clear()
 
+    def remember(self, ident: int, name: str | None, gid: bytes | None, created_tx: int) -> None:
+        """A registry row this connection just wrote (restore), so its first lookup needs no query."""
+        self.trim()
+        self.rows[ident] = (name, gid, created_tx)
+        if name is not None:
+            self.by_name[name] = ident
+        if gid is not None:
+            self.by_gid[gid] = ident
+        if ident == created_tx:
+            self.transactions.add(ident)
+
     def clear(self) -> None:
         self.by_name.clear()
         self.by_gid.clear()

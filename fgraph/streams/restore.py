@@ -17,7 +17,7 @@ import apsw
 from fgraph.core import values
 from fgraph.streams.apply import iter_lines, not_utf8
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
-from fgraph.core.canonical import dumps, loads
+from fgraph.core.canonical import dumps, dumps_bytes, loads
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_IMPORTED_AT, GENESIS_AT_FACT, genesis_event
@@ -30,6 +30,7 @@ from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire
 
 MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
+TIMES_BATCH = 1024
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 RECEIPT_KEYS = frozenset({"at", "created", "event", "event_data", "event_hash", "operation_id", "origin_at",
                           "request_hash"})
@@ -72,6 +73,8 @@ class Restorer:
         self.receipts = 0
         self.facts = 0
         self.last_event = GENESIS_EVENT
+        self.next_id: int | None = None
+        self.times: list[tuple] = []  # (tx, at, origin) of receipts not yet in temp.restore_times
         self.line = 0
         self.first_fact: tuple[int, int] | None = None  # (fact id, line) of the first fact record
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS restore_times (tx INTEGER PRIMARY KEY, at INTEGER, origin INTEGER)")
@@ -101,7 +104,7 @@ class Restorer:
             self.checked(self.fact, record["fact"], number)
         else:
             raise _type("a record is neither a receipt, a fact nor the footer")
-        self.digest.update(dumps(record).encode("utf-8") + b"\n")
+        self.digest.update(dumps_bytes(record) + b"\n")
         return False
 
     def checked(self, handle, body, number: int) -> None:
@@ -143,7 +146,7 @@ class Restorer:
             raise _type("operation_id and request_hash come together or not at all")
         if not isinstance(r["created"], list):
             raise _type("receipt created must be an array")
-        first = self.cat.next_id()
+        first = self.next_id if self.next_id is not None else self.cat.next_id()
         rows = []
         for offset, sel in enumerate(r["created"]):
             rows.append(self.new_identity(first + offset, sel))
@@ -151,11 +154,16 @@ class Restorer:
         text = None
         if r["event_data"] is not None:
             text = self.check_payload(r, event, origin)
-        self.rows.identities([(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)])
+        registered = [(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)]
+        self.rows.identities(registered)
+        for row in registered:
+            self.cat.cache.remember(*row)
         self.rows.event(tx, text, bytes.fromhex(r["event_hash"]), r["operation_id"],
                         bytes.fromhex(rh) if rh is not None else None)
-        self.rows.next_id(tx + 1)
-        self.conn.execute("INSERT INTO temp.restore_times (tx, at, origin) VALUES (?, ?, ?)", (tx, at, origin))
+        self.next_id = tx + 1  # written once, by flush(), before the final checks
+        self.times.append((tx, at, origin))
+        if len(self.times) >= TIMES_BATCH:
+            self.flush()
         self.receipts += 1
         self.last_event = event
 
@@ -250,7 +258,15 @@ class Restorer:
         return found
 
     # -- footer ---------------------------------------------------------------------
+    def flush(self) -> None:
+        """Write what is kept in memory between receipts: the allocator and the receipts' times."""
+        if self.next_id is not None:
+            self.rows.next_id(self.next_id)
+        self.conn.executemany("INSERT INTO temp.restore_times (tx, at, origin) VALUES (?, ?, ?)", self.times)
+        self.times.clear()
+
     def finish(self) -> None:
+        self.flush()
         footer = self.footer
         if not FOOTER_KEYS <= set(footer) or not isinstance(footer["sha256"], str):
             raise _type("the footer must be {facts, fgraph: end, receipts, sha256}")
