@@ -358,3 +358,18 @@ def test_gid_lookups_are_cached_and_still_respect_a_views_basis(db, people):
         db.connection.exec_trace = None
     cache.clear()
     assert cache.by_gid == {} and cache.rows == {}
+
+
+def test_remembered_rows_are_answered_without_a_query(db):
+    cache = IdentityCache()
+    cache.remember(500, "new/name", None, 502)
+    cache.remember(501, None, b"\x01" * 16, 502)
+    cache.remember(502, None, b"\x02" * 16, 502)
+    statements = []
+    db.connection.exec_trace = lambda cursor, sql, bindings: statements.append(sql) or True
+    try:
+        cat = Catalog(db.connection, cache=cache)
+        assert (cat.id_by_name("new/name"), cat.id_by_gid(b"\x01" * 16), cat.id_by_gid(b"\x02" * 16)) == (500, 501, 502)
+        assert cat.is_transaction(502) and statements == []
+    finally:
+        db.connection.exec_trace = None
