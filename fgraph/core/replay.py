@@ -20,10 +20,11 @@ from fgraph.core.values import RefWire, Value
 class Replay:
     """One validated event/1 record to commit locally."""
 
-    __slots__ = ("record", "event", "imported_at", "created")
+    __slots__ = ("record", "text", "event", "imported_at", "created")
 
-    def __init__(self, record: dict):
+    def __init__(self, record: dict, text: str | None = None):
         self.record = record
+        self.text = text                 # the record's canonical text, when the caller has it already
         self.event: str = record["event"]
         self.imported_at: int = record["at"]
         self.created: list = []          # identities this replay allocates for the record's eids

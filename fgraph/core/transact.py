@@ -269,7 +269,7 @@ class Commit:
                 document["source"] = request.source
             if tx_facts:
                 document["tx_facts"] = tx_facts
-        text = dumps(document)
+        text = replay.text if replay is not None and replay.text is not None else dumps(document)
         encoded = text.encode("utf-8")
         if len(encoded) > MAX_EVENT_BYTES:
             raise TooLarge(f"the transaction's event is {len(encoded)} bytes, over the {MAX_EVENT_BYTES}-byte cap",

@@ -169,7 +169,8 @@ def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, iden
                        "the stream reuses a UUID with another payload; do not apply altered streams")
     request = Request([], by=record.get("by"), source=record.get("source"), meta=record.get("meta", UNSET))
     report = run_in_transaction(conn, request, None, clock=clock, event_factory=event_factory,
-                                schema_cache=schema_cache, identity_cache=identity_cache, replay=Replay(record))
+                                schema_cache=schema_cache, identity_cache=identity_cache,
+                                replay=Replay(record, canonical))
     if report["status"] == "applied":
         # The next record of this transaction starts from here: no max(tx), next_id or time
         # read-back (valid while no other row changes; a rollback clears the cache).
