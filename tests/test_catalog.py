@@ -306,11 +306,13 @@ def fill(cache, field, count):
             cache.transactions.add(100 + i)
         elif field == "rows":
             cache.rows[100 + i] = (f"n{i}", None, 64)
+        elif field == "by_gid":
+            cache.by_gid[bytes([i]) * 16] = 100 + i
         else:
             cache.by_name[f"n{i}"] = 100 + i
 
 
-@pytest.mark.parametrize("field", ["rows", "by_name", "transactions"])
+@pytest.mark.parametrize("field", ["rows", "by_name", "by_gid", "transactions"])
 def test_trim_clears_only_past_the_limit(field):
     cache = SmallCache()
     fill(cache, field, SmallCache.LIMIT)
@@ -318,7 +320,7 @@ def test_trim_clears_only_past_the_limit(field):
     assert len(getattr(cache, field)) == SmallCache.LIMIT           # at the limit: kept
     fill(cache, field, SmallCache.LIMIT + 1)
     cache.trim()
-    assert (cache.rows, cache.by_name, cache.transactions) == ({}, {}, set())   # past it: all of it
+    assert (cache.rows, cache.by_name, cache.by_gid, cache.transactions) == ({}, {}, {}, set())  # past it: all
 
 
 def test_cache_stays_bounded_and_correct_through_many_lookups(db):
@@ -337,7 +339,7 @@ def test_cache_stays_bounded_and_correct_through_many_lookups(db):
 
 
 def test_default_limit_and_catalog_trims_a_cache_it_is_given(db):
-    assert IdentityCache.LIMIT == 20_000
+    assert IdentityCache.LIMIT == 4096  # issue 17: flat peak RSS from 10k to 100k events (benchmarks/machine.py)
     cache = SmallCache()
     cache.rows.update({i: ("x", None, 64) for i in range(SmallCache.LIMIT + 1)})
     Catalog(db.connection, cache=cache)

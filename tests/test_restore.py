@@ -93,3 +93,14 @@ def test_a_fact_retracted_by_the_wrong_event_is_refused_at_its_own_line():
     error, line = _contradicted(move_retraction)
     assert error.name == "Conflict" and error.line == line
     assert "a p/friend fact disagrees with the event that retracted it" in str(error)
+
+
+def test_restore_gives_back_the_connections_temp_cache_size():
+    text = snapshot_text()
+    with fgraph.connect(":memory:") as db:
+        db.connection.execute("PRAGMA temp.cache_size = -3000")
+        with pytest.raises(fgraph.FgraphError):
+            db.restore(text + "{}\n")                # a record after the footer: refused
+        assert db.connection.execute("PRAGMA temp.cache_size").fetchone()[0] == -3000
+        db.restore(text)
+        assert db.connection.execute("PRAGMA temp.cache_size").fetchone()[0] == -3000

@@ -31,6 +31,7 @@ from fgraph.core.values import RefWire
 
 MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
 TIMES_BATCH = 1024
+TEMP_CACHE_KIB = -256
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 RECEIPT_KEYS = frozenset({"at", "created", "event", "event_data", "event_hash", "operation_id", "origin_at",
                           "request_hash"})
@@ -317,6 +318,17 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
     import ops). Its agreement finding is decision 7's cross-check, reported as a Conflict at
     the line of the first contradicting fact.
     """
+    # The receipts' times wait in a temporary table until the facts arrive: a small cache for it
+    # keeps memory flat (it spills to the temporary file instead of growing with the stream).
+    temp_cache = conn.execute("PRAGMA temp.cache_size").fetchone()[0]
+    conn.execute(f"PRAGMA temp.cache_size = {TEMP_CACHE_KIB}")
+    try:
+        return _restore(conn, source, final_check=final_check, on_record=on_record)
+    finally:
+        conn.execute(f"PRAGMA temp.cache_size = {int(temp_cache)}")
+
+
+def _restore(conn, source, *, final_check, on_record) -> dict:
     with write_transaction(conn):
         restorer = Restorer(conn)
         done = False
