@@ -25,7 +25,10 @@ _COLUMNS = ("SELECT {0}, f.e, f.a, f.v, f.t, ie.name, ie.gid, ia.name, b.data, i
             "FROM fgraph_facts f LEFT JOIN fgraph_ids ie ON ie.id = f.e LEFT JOIN fgraph_ids ia ON ia.id = f.a "
             "LEFT JOIN fgraph_ids iv ON f.t = 0 AND iv.id = f.v "
             "LEFT JOIN fgraph_blobs b ON f.t IN (7, 8, 9) AND b.hash = f.v ")
-ASSERTED = _COLUMNS.format("f.tx") + f"WHERE f.tx > {GENESIS_TX} ORDER BY f.id"
+# A transaction's own fgraph/at and fgraph/imported-at are its receipt, not listed by its event:
+# skipped in SQL (one in four facts of a typical store).
+ASSERTED = _COLUMNS.format("f.tx") + (f"WHERE f.tx > {GENESIS_TX} AND NOT (f.e = f.tx AND f.a IN "
+                                      f"({A_AT}, {A_IMPORTED_AT})) ORDER BY f.id")
 RETRACTED = _COLUMNS.format("f.rx") + f"WHERE f.rx IS NOT NULL AND f.tx > {GENESIS_TX} ORDER BY f.rx"
 EXCISION_KEYS = frozenset({"asserted", "at", "created", "event", "fgraph", "redacted", "redacts", "retracted"})
 UNKNOWN = object()
