@@ -278,3 +278,18 @@ def test_an_event_with_unrounded_vector_components_applies_and_stays_sound():
             copy.close()
     finally:
         db.close()
+
+
+def test_counting_and_reporting_applies_write_the_same_rows(stream):
+    """``apply_summary`` (counts only: the per-event fact lists are not rendered) and ``Db.apply``
+    (a full report per event) leave byte-identical stores."""
+    counted, reported = fresh(start=1900000000000000), fresh(start=1900000000000000)
+    try:
+        summary = counted.apply_summary(stream)
+        reports = reported.apply(stream)
+        assert summary["applied"] == len(reports) and all(r["asserted"] for r in reports)
+        assert core_rows_of(counted.connection) == core_rows_of(reported.connection)
+        assert counted.snapshot() == reported.snapshot() and tail(counted) == tail(reported) == stream
+    finally:
+        counted.close()
+        reported.close()

@@ -137,8 +137,10 @@ def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int
 
 
 def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,
-                       identity_cache: IdentityCache | None = None, replay: Replay | None = None) -> dict:
-    """Plan and write inside an open write transaction (shared with apply)."""
+                       identity_cache: IdentityCache | None = None, replay: Replay | None = None,
+                       details: bool = True) -> dict:
+    """Plan and write inside an open write transaction (shared with apply). Without ``details``
+    the report's ``asserted`` and ``retracted`` lists stay empty (a bulk apply only counts)."""
     cat = Catalog(conn, cache=identity_cache)
     head = schema_cache.head
     if head is None or not head.current(conn):
@@ -171,7 +173,7 @@ def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory
             or request.operation_id is not None or replay is not None):
         return noop_report(latest)
     return Commit(conn, cat, planner, delta, latest, head).write(
-        request, req_hash, clock=clock, event_factory=event_factory, replay=replay)
+        request, req_hash, clock=clock, event_factory=event_factory, replay=replay, details=details)
 
 
 class Commit:
@@ -197,7 +199,8 @@ class Commit:
         name = self.cat.name_of(ident)
         return name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
 
-    def write(self, request: Request, req_hash, *, clock, event_factory, replay: Replay | None) -> dict:
+    def write(self, request: Request, req_hash, *, clock, event_factory, replay: Replay | None,
+              details: bool = True) -> dict:
         planner, delta = self.planner, self.delta
         first = self.head.next_id if self.head is not None else self.cat.next_id()
         for offset, ident in enumerate(delta.new):
@@ -279,9 +282,11 @@ class Commit:
         ids = {i.key: i.id for i in delta.new if i.kind == "name" and "/" not in i.key}
         ids.update({i.key: i.id for i in delta.new if i.kind == "tmp"})
         return {
-            "asserted": [self.rendered_fact(fid, e, a, v, tx.id, None) for fid, e, a, v in asserted_rows],
+            "asserted": [self.rendered_fact(fid, e, a, v, tx.id, None) for fid, e, a, v in asserted_rows]
+            if details else [],
             "at": at, "basis_tx": self.latest, "event": event, "ids": ids,
-            "retracted": [self.rendered_fact(fid, e, a, v, ftx, tx.id) for fid, e, a, v, ftx in retracted_rows],
+            "retracted": [self.rendered_fact(fid, e, a, v, ftx, tx.id) for fid, e, a, v, ftx in retracted_rows]
+            if details else [],
             "status": "applied", "tx": tx.id,
         }
 

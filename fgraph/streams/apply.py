@@ -155,8 +155,10 @@ def validate_record(record) -> None:
         check_tagged(item[1], item[2])
 
 
-def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, identity_cache) -> dict:
-    """Apply one validated record inside the caller's write transaction."""
+def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, identity_cache,
+                 details: bool = True) -> dict:
+    """Apply one validated record inside the caller's write transaction (``details``: the report
+    lists the facts it asserted and retracted, as ``Db.apply`` returns them)."""
     canonical = dumps(record)
     digest = hashlib.sha256(canonical.encode("utf-8")).digest()
     cat = Catalog(conn, cache=identity_cache)
@@ -170,7 +172,7 @@ def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, iden
     request = Request([], by=record.get("by"), source=record.get("source"), meta=record.get("meta", UNSET))
     report = run_in_transaction(conn, request, None, clock=clock, event_factory=event_factory,
                                 schema_cache=schema_cache, identity_cache=identity_cache,
-                                replay=Replay(record, canonical))
+                                replay=Replay(record, canonical), details=details)
     if report["status"] == "applied":
         # The next record of this transaction starts from here: no max(tx), next_id or time
         # read-back (valid while no other row changes; a rollback clears the cache).
@@ -204,7 +206,8 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
                         schema_cache=schema_cache, identity_cache=identity_cache))
                 else:
                     report = apply_record(conn, record, clock=clock, event_factory=event_factory,
-                                          schema_cache=schema_cache, identity_cache=identity_cache)
+                                          schema_cache=schema_cache, identity_cache=identity_cache,
+                                          details=on_report is not None)
             except FgraphError as exc:
                 raise exc.at_line(number) from None
             summary["events"] += 1
