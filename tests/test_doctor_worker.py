@@ -11,18 +11,10 @@ import pytest
 
 import fgraph
 from fgraph.ops.doctor import worker as worker_module
-from tests.test_doctor import DAMAGE, build, copy_of, damage
+from tests.test_doctor import DAMAGE, copy_of, damage, template  # noqa: F401 - template is a fixture
 
 CASES = ["fact value rewritten", "rx not a transaction", "shape required attribute gone", "event_data tampered",
          "cardinality-one broken", "next_id too high"]
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("worker") / "template.db")
-    with pytest.MonkeyPatch.context() as mp:
-        build(path, mp)
-    return path
 
 
 def diagnosis(path: str):
