@@ -54,11 +54,12 @@ def test_a_worker_that_cannot_start_falls_back(source, tmp_path, monkeypatch):
 
 
 def test_failed_verification_stops_the_worker(source, tmp_path, monkeypatch):
-    started = []
+    started, children = [], []
 
     def start(cls, path):
-        worker = cls(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                                      stdout=subprocess.PIPE, stdin=subprocess.DEVNULL))
+        children.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                         stdout=subprocess.PIPE, stdin=subprocess.DEVNULL))
+        worker = cls(children[-1])
         started.append(worker)
         return worker
 
@@ -66,4 +67,14 @@ def test_failed_verification_stops_the_worker(source, tmp_path, monkeypatch):
     monkeypatch.setattr(backup_module.doctor, "check", lambda conn, **kw: {"ok": False, "problems": ["planted"]})
     with fgraph.connect(source, read_only=True) as db, pytest.raises(FormatError, match="planted"):
         db.backup(str(tmp_path / "b.db"))
-    assert started and started[0].proc.poll() is not None
+    assert started and started[0].proc is None                      # stopped and reaped
+    assert all(proc.poll() is not None for proc in children)
+
+
+def test_the_workers_integrity_rows_are_the_ones_doctor_reports(source, tmp_path, monkeypatch):
+    """The copy's integrity check runs in the worker: a (planted) failure there fails the backup."""
+    monkeypatch.setattr("fgraph.ops.digest_worker.CHILD",
+                        "print('{\"integrity\": [[\"*** in database main *** planted damage\"]]}')")
+    with fgraph.connect(source, read_only=True) as db, pytest.raises(FormatError, match="planted damage"):
+        db.backup(str(tmp_path / "b.db"))
+    assert not (tmp_path / "b.db").exists()

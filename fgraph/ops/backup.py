@@ -24,7 +24,7 @@ import apsw
 
 from fgraph.core import connection, layout
 from fgraph.ops import doctor
-from fgraph.ops.digest_worker import DigestWorker
+from fgraph.ops.digest_worker import DigestWorker, integrity_source
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
 from fgraph.core.sqlite_errors import translate
 from fgraph.streams.snapshot import logical_digest
@@ -150,9 +150,7 @@ def verify_copy(path: str, what: str) -> dict:
         conn = open_copy(path)
         try:
             with read_transaction(conn):
-                # The digest worker already keeps the second core busy: doctor's own worker would
-                # only add a third process (measured slower), so the integrity check runs in a thread.
-                report = doctor.check(conn, second_handle=lambda: open_copy(path))
+                report = doctor.check(conn, parallel=integrity_source(worker))
                 if not report["ok"]:
                     raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
                                       "nothing was published; run `fgraph doctor` on the source and repair or "

@@ -87,21 +87,22 @@ def normalise_digest(digest) -> str:
 
 
 def diagnose(conn: apsw.Connection, *, expect_digest: str | None = None, second_handle=None,
-             worker_path: str | None = None) -> Diagnosis:
+             worker_path: str | None = None, parallel=None) -> Diagnosis:
     """One read-only pass, in the caller's transaction or in one read transaction of its own.
 
     ``second_handle``: a callable opening another read-only connection to the same file; the
     physical integrity check then runs on it in a thread while the logical checks run here.
     ``worker_path``: the file's path; when the file is large, a second process (``worker``)
     runs the integrity check and the retracting half of the agreement walk instead.
+    ``parallel``: an integrity check already running elsewhere (``result()`` gives its rows or
+    None, then it runs here), e.g. backup's digest worker.
     """
     expected = None if expect_digest is None else normalise_digest(expect_digest)
     with read_transaction(conn):
-        parallel = None
-        if worker_path is not None and second_handle is not None and worth_it(worker_path):
+        if parallel is None and worker_path is not None and second_handle is not None and worth_it(worker_path):
             parallel = CheckWorker(worker_path)
             parallel.start()
-        elif second_handle is not None:
+        elif parallel is None and second_handle is not None:
             parallel = physical.IntegrityThread(second_handle)
             parallel.start()
         try:
@@ -114,7 +115,7 @@ def diagnose(conn: apsw.Connection, *, expect_digest: str | None = None, second_
 
 
 def check(conn: apsw.Connection, *, expect_digest: str | None = None, second_handle=None,
-          worker_path: str | None = None) -> dict:
+          worker_path: str | None = None, parallel=None) -> dict:
     """The 13-key report of ``diagnose``."""
     return diagnose(conn, expect_digest=expect_digest, second_handle=second_handle,
-                    worker_path=worker_path).report
+                    worker_path=worker_path, parallel=parallel).report
