@@ -320,12 +320,24 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
     """
     # The receipts' times wait in a temporary table until the facts arrive: a small cache for it
     # keeps memory flat (it spills to the temporary file instead of growing with the stream).
-    temp_cache = conn.execute("PRAGMA temp.cache_size").fetchone()[0]
-    conn.execute(f"PRAGMA temp.cache_size = {TEMP_CACHE_KIB}")
+    saved = _size_temp_cache(conn, TEMP_CACHE_KIB)
     try:
         return _restore(conn, source, final_check=final_check, on_record=on_record)
     finally:
-        conn.execute(f"PRAGMA temp.cache_size = {int(temp_cache)}")
+        if saved is not None:
+            _size_temp_cache(conn, saved)
+
+
+def _size_temp_cache(conn, kib: int) -> int | None:
+    """Set the temporary database's cache size; the previous one, or None when SQLite could not
+    (an I/O fault, a closed handle): it only sizes a cache, and the restore's own outcome (or
+    its error) is what the caller must see, never a failure to tune memory."""
+    try:
+        previous = conn.execute("PRAGMA temp.cache_size").fetchone()[0]
+        conn.execute(f"PRAGMA temp.cache_size = {int(kib)}")
+        return int(previous)
+    except apsw.Error:
+        return None
 
 
 def _restore(conn, source, *, final_check, on_record) -> dict:

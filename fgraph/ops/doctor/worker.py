@@ -101,7 +101,9 @@ def main(argv: list[str]) -> int:
     from fgraph.ops.doctor.agreement import FactWalk
     from fgraph.ops.doctor.physical import integrity_rows
 
-    class _Reader:  # what FactWalk needs of a Checkup
+    class _Reader:
+        """What ``FactWalk`` needs of a ``Checkup``: the connection and one-row queries."""
+
         def __init__(self, conn):
             self.conn = conn
 
