@@ -17,8 +17,6 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-import numpy
-
 from fgraph.core import values
 from fgraph.core.constraints import TYPE_TAGS
 from fgraph.core.errors import NotFound, ValueTypeError
@@ -26,6 +24,16 @@ from fgraph.core.genesis import A_DIMS, A_TYPE, SYSTEM_MAX
 from fgraph.core.values import RefWire, TAG_VECTOR
 
 CHUNK = 4096  # vectors scored per numpy call: memory stays flat however many are stored
+
+# Imported by the first vector search, not at start-up: every other command would pay its ~70 ms.
+numpy = None
+
+
+def _load_numpy() -> None:
+    global numpy
+    if numpy is None:
+        import numpy as module
+        numpy = module
 
 
 def candidate_cap(k: int) -> int:
@@ -170,6 +178,7 @@ class _Scorer:
 
     def __init__(self, conn, query: tuple):
         self.conn, self.query = conn, query
+        _load_numpy()
         self.q = numpy.asarray(query, dtype=numpy.float64)
         self.q_norm = math.sqrt(math.fsum(x * x for x in query))
         self.ids, self.entities, self.scores = [], [], []
