@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -69,3 +70,21 @@ def test_the_budget_is_a_global_option_and_missing_files_are_not_created(db_path
     assert rc == 0 and [i["v"] for i in page["items"]] == [30, 35] and page["next_cursor"]
     rc, out, _ = run("datoms", "avet", "--components", '["person/age"]', "--cursor", page["next_cursor"], db=db_path)
     assert [i["v"] for i in json.loads(out)["items"]] == [42]
+
+
+def test_reads_leave_the_file_byte_identical(db_path):
+    """q, explain and datoms, answered or refused, never write: the file keeps its bytes and the WAL
+    stays empty (a reader of a WAL-mode file may create the empty ``-wal`` SQLite needs)."""
+    def state():
+        wal = pathlib.Path(db_path + "-wal")
+        return pathlib.Path(db_path).read_bytes(), wal.read_bytes() if wal.exists() else b""
+
+    before = state()
+    calls = [["q", '{"find":["?n"],"where":[["?e","person/name","?n"]]}'],
+             ["--query-budget", "5", "q", '{"find":["?e"],"where":[["?e","?a","?v"],["?x","?b","?w"]]}'],
+             ["q", '{"find":["?e"],"where":[["?e","person/name","x\'); DROP TABLE fgraph_facts; --"]]}'],
+             ["q", "[1]"], ["explain", '{"find":["?n"],"where":[["?e","person/name","?n"]]}'],
+             ["datoms", "eavt", "--limit", "3"], ["datoms", "--cursor", "forged"]]
+    codes = [run(*args, db=db_path)[0] for args in calls]
+    assert codes == [0, 1, 0, 1, 0, 0, 1]
+    assert state() == before
