@@ -67,3 +67,14 @@ def test_vector_search_still_loads_numpy_when_it_needs_it(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "v.db")], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["1", "True"]
+
+
+def test_one_word_per_idea():
+    """docs/architecture.md §Words: latest, basis, since, through. The drifted and dead names stay gone;
+    the only ``t1`` left is the published ``Db.diff(t1, t2)`` signature and the CLI command mirroring it."""
+    drifted = re.compile(r"\b(initial_basis|latest_basis|after_tx|read_error|check_gid_unused|RECEIPT_ATTRS)\b")
+    found = [f"{path.relative_to(PACKAGE)}:{n}" for path in PACKAGE.rglob("*.py")
+             for n, line in enumerate(path.read_text().splitlines(), 1) if drifted.search(line)]
+    assert found == []
+    t1_users = sorted({path.name for path in PACKAGE.rglob("*.py") if re.search(r"\bt1\b(?!\")", path.read_text())})
+    assert t1_users == ["cli.py", "db.py"]
