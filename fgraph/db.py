@@ -16,13 +16,12 @@ from fgraph.ops import excise as _excise, undo as _undo
 from fgraph.streams import restore as _restore
 from fgraph.core import transact as _transact
 from fgraph.core.canonical import loads
-from fgraph.core.catalog import IdentityCache
+from fgraph.core.session import WriteSession
 from fgraph.core.errors import ReadOnly, Unsupported, ValueTypeError
 from fgraph.core import timespec
 from fgraph.core.identity import event_factory_from_env, make_clock, read_clock
 from fgraph.core.values import format_instant
 from fgraph.core.declare import declaration, shape_request
-from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.limits import GENESIS_TX
 from fgraph.core.mappings import TxReport
@@ -44,9 +43,8 @@ def connect(path=DEFAULT_PATH, *, clock=None, read_only: bool = False, query_bud
 
 
 class Db:
-
-
     """One open database (or a historical view of one): the library façade of spec 11 §3."""
+
     def __init__(self, conn, path: str, *, clock, read_only: bool, event_factory, basis: int | None = None,
                  query_budget: int = _ask.DEFAULT_BUDGET):
         self.connection = conn
@@ -54,11 +52,8 @@ class Db:
         self.path = path
         self.read_only = read_only or basis is not None
         self.basis = basis
-        self._clock = clock
-        self._event_factory = event_factory
         self._owns_connection = basis is None
-        self._schema_cache = SchemaCache()
-        self._identity_cache = IdentityCache()
+        self._session = WriteSession(conn, clock, event_factory)
 
     # -- lifecycle --------------------------------------------------------------
     def close(self) -> None:
@@ -93,9 +88,7 @@ class Db:
         return self._run(request)
 
     def _run(self, request: Request) -> TxReport:
-        return TxReport(_transact.transact(self.connection, request, clock=self._clock,
-                                           event_factory=self._event_factory, schema_cache=self._schema_cache,
-                                           identity_cache=self._identity_cache))
+        return TxReport(_transact.transact(self._session, request))
 
     def undo(self, transaction, *, by=None, source=None, meta=UNSET, operation_id=None, if_basis_tx=None) -> dict:
         """Write the audited inverse of ``transaction`` (spec 07 §3)."""
@@ -150,19 +143,17 @@ class Db:
 
     @contextlib.contextmanager
     def _speculation(self):
-        with _txn.speculation(self.connection, self._schema_cache, self._identity_cache):
+        with _txn.speculation(self.connection, self._session.schema_cache, self._session.identity_cache):
             yield self
 
     def excise(self, ref, *, operation_id=None, if_basis_tx=None) -> dict:
         """Erase one entity or attribute from the present and from history (spec 07 §2)."""
         self._writable()
         try:
-            return TxReport(_excise.excise(self.connection, self.path, ref, operation_id=operation_id,
-                                           if_basis_tx=if_basis_tx, clock=self._clock,
-                                           event_factory=self._event_factory))
+            return TxReport(_excise.excise(self._session, self.path, ref, operation_id=operation_id,
+                                           if_basis_tx=if_basis_tx))
         finally:
-            self._schema_cache.clear()
-            self._identity_cache.clear()
+            self._session.forget_cached_state()
 
     # -- event streams ----------------------------------------------------------
     def iter_events(self, since: int = GENESIS_TX, through: int | None = None):
@@ -204,9 +195,7 @@ class Db:
     def apply_summary(self, source, *, dry_run: bool = False, on_report=None) -> dict:
         """Apply an event/1 stream in one transaction; returns the summary counts (spec 04 §5)."""
         self._writable()
-        return _apply.apply_stream(self.connection, source, clock=self._clock, event_factory=self._event_factory,
-                                   schema_cache=self._schema_cache, identity_cache=self._identity_cache,
-                                   on_report=on_report, dry_run=dry_run)
+        return _apply.apply_stream(self._session, source, on_report=on_report, dry_run=dry_run)
 
     def apply(self, source) -> list:
         """Apply an event/1 stream; returns the report of every event, in order."""
@@ -235,8 +224,7 @@ class Db:
             result = _restore.restore(self.connection, source, final_check=_doctor.diagnose)
             return result if details else None
         finally:
-            self._schema_cache.clear()
-            self._identity_cache.clear()
+            self._session.forget_cached_state()
 
     # -- reads ------------------------------------------------------------------
     def info(self, digest: bool = False) -> dict:
@@ -341,15 +329,15 @@ class Db:
         basis = self.resolve_time(value)
         if self.basis is not None:
             basis = min(basis, self.basis)  # a view never sees past its own basis
-        return Db(self.connection, self.path, clock=self._clock, read_only=True,
-                  event_factory=self._event_factory, basis=basis, query_budget=self.query_budget)
+        return Db(self.connection, self.path, clock=self._session.clock, read_only=True,
+                  event_factory=self._session.event_factory, basis=basis, query_budget=self.query_budget)
 
     def resolve_time(self, value) -> int:
         """The last transaction at or before ``value``: a transaction id (itself), an instant in µs,
         RFC 3339 text, or a duration before now by this database's clock (``90m``, ``24h``, ``7d``).
         NotFound names the time when the store holds no transaction that early."""
         if timespec.duration_us(value) is not None:
-            instant = timespec.instant_before(read_clock(self._clock), value)
+            instant = timespec.instant_before(read_clock(self._session.clock), value)
             return self._reader().resolve_instant(instant, f"{value} ago ({format_instant(instant)})",
                                                   absolute=True)
         return self._reader().resolve_time(value, absolute=True)
@@ -364,7 +352,7 @@ class Db:
 
     def now(self) -> int:
         """This database's clock reading in µs (``FGRAPH_CLOCK`` or the ``clock`` of connect())."""
-        return read_clock(self._clock)
+        return read_clock(self._session.clock)
 
     def latest_tx(self) -> int:
         """The latest committed transaction; for a view from ``at()``, its basis."""
@@ -390,8 +378,7 @@ class Db:
                                    second_handle=second, worker_path=worker)
         finally:
             if repair:
-                self._schema_cache.clear()
-                self._identity_cache.clear()
+                self._session.forget_cached_state()
 
     def backup(self, path, *, details: bool = False) -> dict | None:
         """A verified physical copy at the new ``path``. Returns None, as the published library does;

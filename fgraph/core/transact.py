@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import apsw
 
 from fgraph.core import values
 from fgraph.core.canonical import dumps
-from fgraph.core.catalog import Catalog, IdentityCache
+from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.plan import NewIdent, Planner
-from fgraph.core.schema_cache import SchemaCache
+from fgraph.core.session import WriteSession
 from fgraph.core.replay import Replay
 from fgraph.core.rows import Rows
 from fgraph.core.txn import write_transaction
@@ -118,17 +118,13 @@ class Request:
         return self.by is not None or self.source is not None or self.meta is not UNSET
 
 
-def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int],
-             event_factory: Callable[[int], str], schema_cache: SchemaCache | None = None,
-             identity_cache: IdentityCache | None = None) -> dict:
+def transact(session: WriteSession, request: Request) -> dict:
     """Run one request in its own write transaction and return its report."""
+    conn, schema_cache = session.conn, session.schema_cache
     req_hash = request.request_hash()
-    schema_cache = schema_cache if schema_cache is not None else SchemaCache()
-    identity_cache = identity_cache if identity_cache is not None else IdentityCache()
-    with write_transaction(conn, schema_cache, identity_cache) as txn:
+    with write_transaction(conn, schema_cache, session.identity_cache) as txn:
         schema_cache.validate(conn)
-        report = run_in_transaction(conn, request, req_hash, clock=clock, event_factory=event_factory,
-                                    schema_cache=schema_cache, identity_cache=identity_cache)
+        report = run_in_transaction(session, request, req_hash)
         if report["status"] != "applied":
             txn.discard()
     if report["status"] == "applied":
@@ -136,12 +132,12 @@ def transact(conn: apsw.Connection, request: Request, *, clock: Callable[[], int
     return report
 
 
-def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory, schema_cache: SchemaCache,
-                       identity_cache: IdentityCache | None = None, replay: Replay | None = None,
+def run_in_transaction(session: WriteSession, request: Request, req_hash, *, replay: Replay | None = None,
                        details: bool = True) -> dict:
     """Plan and write inside an open write transaction (shared with apply). Without ``details``
     the report's ``asserted`` and ``retracted`` lists stay empty (a bulk apply only counts)."""
-    cat = Catalog(conn, cache=identity_cache)
+    conn, schema_cache = session.conn, session.schema_cache
+    cat = Catalog(conn, cache=session.identity_cache)
     head = schema_cache.head
     if head is None or not head.current(conn):
         head = None
@@ -172,8 +168,8 @@ def run_in_transaction(conn, request: Request, req_hash, *, clock, event_factory
     if not (delta.asserted or delta.retracted or delta.new or request.has_metadata()
             or request.operation_id is not None or replay is not None):
         return noop_report(latest)
-    return Commit(conn, cat, planner, delta, latest, head).write(
-        request, req_hash, clock=clock, event_factory=event_factory, replay=replay, details=details)
+    return Commit(conn, cat, planner, delta, latest, head).write(session, request, req_hash, replay=replay,
+                                                               details=details)
 
 
 class Commit:
@@ -199,7 +195,7 @@ class Commit:
         name = self.cat.name_of(ident)
         return name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
 
-    def write(self, request: Request, req_hash, *, clock, event_factory, replay: Replay | None,
+    def write(self, session: WriteSession, request: Request, req_hash, *, replay: Replay | None,
               details: bool = True) -> dict:
         planner, delta = self.planner, self.delta
         first = self.head.next_id if self.head is not None else self.cat.next_id()
@@ -209,7 +205,7 @@ class Commit:
         tx.id = first + len(delta.new)
         if tx.id > INT64_MAX:
             raise TooLarge("the identity allocator is exhausted", "no more ids can be allocated in this file")
-        event = replay.event if replay is not None else event_factory(tx.id)
+        event = replay.event if replay is not None else session.event_factory(tx.id)
         tx.gid = uuid_to_gid(event)
         for ident in delta.new:
             if ident.kind != "name" and ident.gid is None:
@@ -217,7 +213,7 @@ class Commit:
         self.new_by_id = {ident.id: ident for ident in delta.new}
         self.new_by_id[tx.id] = tx
         last_at = self.head.at if self.head is not None else self.cat.tx_at(self.latest)
-        at = transaction_time(read_clock(clock), last_at)
+        at = transaction_time(read_clock(session.clock), last_at)
 
         asserted_rows = [self.insert_fact(tx.id, A_AT, Value(values.TAG_INSTANT, at, None), tx.id)]
         if request.by is not None:

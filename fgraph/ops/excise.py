@@ -22,6 +22,7 @@ from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
 from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 from fgraph.core.rows import Rows, event_hash
+from fgraph.core.session import WriteSession
 from fgraph.core.txn import is_speculating, write_transaction
 from fgraph.core.transact import (Request, already_applied_report, check_if_basis_tx,
                                   check_operation_id)
@@ -88,13 +89,14 @@ def _mentioning_events(conn, selector) -> set[int]:
     return found
 
 
-def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, event_factory) -> dict:
+def excise(session: WriteSession, path: str, ref, *, operation_id=None, if_basis_tx=None) -> dict:
+    conn = session.conn
     request = excise_request(ref, operation_id, if_basis_tx)
     req_hash = request.request_hash()
     scrub.enable_secure_delete(conn)
     owed_before = scrub.pending(path) is not None
     try:
-        report = _commit(conn, path, ref, request, req_hash, operation_id, if_basis_tx, clock, event_factory)
+        report = _commit(session, path, ref, req_hash, operation_id, if_basis_tx)
     except BaseException:
         if not owed_before and not is_speculating(conn):
             scrub.forgive(path)  # the marker written before COMMIT belongs to a transaction that never was
@@ -108,8 +110,9 @@ def excise(conn, path: str, ref, *, operation_id=None, if_basis_tx=None, clock, 
     return report
 
 
-def _commit(conn, path: str, ref, request, req_hash, operation_id, if_basis_tx, clock, event_factory) -> dict:
+def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_basis_tx) -> dict:
     """The erasing transaction itself; the owed-scrub marker is made durable before it commits."""
+    conn = session.conn
     with write_transaction(conn) as txn:
         cat = Catalog(conn)
         latest = cat.latest_tx()
@@ -124,7 +127,7 @@ def _commit(conn, path: str, ref, request, req_hash, operation_id, if_basis_tx, 
             if if_basis_tx is not None and if_basis_tx != latest:
                 raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
                                "refresh state and retry the excision")
-            report = _write(conn, cat, _target(cat, ref), latest, operation_id, req_hash, clock, event_factory)
+            report = _write(session, cat, _target(cat, ref), latest, operation_id, req_hash)
             if is_speculating(conn):
                 # rolled back with the speculation: nothing reaches the disk to scrub
                 return {"speculative": True, "report": report}
@@ -132,13 +135,14 @@ def _commit(conn, path: str, ref, request, req_hash, operation_id, if_basis_tx, 
     return report
 
 
-def _write(conn, cat: Catalog, x: int, latest: int, operation_id, req_hash, clock, event_factory) -> dict:
+def _write(session: WriteSession, cat: Catalog, x: int, latest: int, operation_id, req_hash) -> dict:
+    conn = session.conn
     name = cat.name_of(x)
     selector = name if name is not None else {"eid": gid_to_uuid(cat.gid_of(x))}
     local = (lambda i: cat.name_of(i) if cat.name_of(i) is not None else i)
     tx = cat.next_id()
-    event = event_factory(tx)
-    at = transaction_time(read_clock(clock), cat.tx_at(latest))
+    event = session.event_factory(tx)
+    at = transaction_time(read_clock(session.clock), cat.tx_at(latest))
     rows = _doomed_rows(conn, x)
     retracted, redact, freed = [], set(), set()
     for fact_id, e, a, v, t, ftx, frx in rows:

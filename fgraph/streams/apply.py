@@ -9,12 +9,12 @@ bytes and eids; names unify with the receiver's (spec README decision 3).
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Iterable, Iterator
+from typing import Callable
 
 from fgraph.core import values
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
-from fgraph.core.errors import Conflict, FgraphError, FormatError, SchemaError, TooLarge, ValueTypeError
+from fgraph.core.errors import Conflict, FgraphError, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.transact import UNSET, Request, WriterHead, already_applied_report, run_in_transaction
@@ -22,52 +22,11 @@ from fgraph.core.txn import write_transaction
 from fgraph.core.values import RefWire
 from fgraph.core.limits import EVENT_KEYS, MAX_EVENT_BYTES
 from fgraph.core.replay import Replay
+from fgraph.core.session import WriteSession
+from fgraph.streams.lines import iter_lines, not_utf8
 
 REQUIRED_KEYS = ("asserted", "at", "created", "event", "fgraph", "retracted")
 FORBIDDEN_TX_FACTS = frozenset({"fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta"})
-
-
-# -- reading ------------------------------------------------------------------------
-def iter_lines(source, max_bytes: int = MAX_EVENT_BYTES) -> Iterator[tuple[int, bytes | str]]:
-    """(line number, line without LF) for every non-blank line; LF is the only separator."""
-    if isinstance(source, (str, bytes)):
-        sep = "\n" if isinstance(source, str) else b"\n"
-        chunks: Iterable = (part for part in source.split(sep))
-    elif hasattr(source, "readline"):
-        chunks = _bounded_readlines(source, max_bytes)
-    else:
-        chunks = source
-    for number, line in enumerate(chunks, start=1):
-        if isinstance(line, (bytes, bytearray)):
-            line = bytes(line).rstrip(b"\n")
-            if line.strip(b" \t\r\n"):
-                yield number, line
-        else:
-            line = line.rstrip("\n")
-            if line.strip(" \t\r\n"):
-                yield number, line
-
-
-def _bounded_readlines(handle, max_bytes: int) -> Iterator:
-    """readline with a cap, so one endless line cannot exhaust memory."""
-    while True:
-        line = handle.readline(max_bytes + 2)
-        if not line:
-            return
-        if len(line) > max_bytes + 1 and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
-            yield line  # oversized: rejected by size before the rest is read
-            return
-        yield line
-
-
-def not_utf8(number: int, source, what: str) -> FgraphError:
-    """A named file that is not UTF-8 is a FormatError about the file; a line read from stdin or
-    memory is a TypeError about that line (both as the published runtime answers)."""
-    name = getattr(source, "name", None)
-    if isinstance(name, str) and not name.startswith("<"):
-        return FormatError(f"{what} file {name!r} cannot be read as UTF-8",
-                           "save it as UTF-8 text").at_line(number)
-    return ValueTypeError("the line is not valid UTF-8 text", f"{what}s are UTF-8 text").at_line(number)
 
 
 def parse_line(number: int, line, source=None) -> dict:
@@ -155,13 +114,13 @@ def validate_record(record) -> None:
         check_tagged(item[1], item[2])
 
 
-def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, identity_cache,
-                 details: bool = True) -> dict:
+def apply_record(session: WriteSession, record: dict, *, details: bool = True) -> dict:
     """Apply one validated record inside the caller's write transaction (``details``: the report
     lists the facts it asserted and retracted, as ``Db.apply`` returns them)."""
+    conn = session.conn
     canonical = dumps(record)
     digest = hashlib.sha256(canonical.encode("utf-8")).digest()
-    cat = Catalog(conn, cache=identity_cache)
+    cat = Catalog(conn, cache=session.identity_cache)
     existing = cat.id_by_gid(uuid_to_gid(record["event"]))
     if existing is not None:
         row = cat.event_row(existing) if cat.is_transaction(existing) else None
@@ -170,21 +129,19 @@ def apply_record(conn, record: dict, *, clock, event_factory, schema_cache, iden
         raise Conflict(f"event {record['event']} collides with a different local event or identity",
                        "the stream reuses a UUID with another payload; do not apply altered streams")
     request = Request([], by=record.get("by"), source=record.get("source"), meta=record.get("meta", UNSET))
-    report = run_in_transaction(conn, request, None, clock=clock, event_factory=event_factory,
-                                schema_cache=schema_cache, identity_cache=identity_cache,
-                                replay=Replay(record, canonical), details=details)
+    report = run_in_transaction(session, request, None, replay=Replay(record, canonical), details=details)
     if report["status"] == "applied":
         # The next record of this transaction starts from here: no max(tx), next_id or time
         # read-back (valid while no other row changes; a rollback clears the cache).
-        schema_cache.head = WriterHead(report["tx"], report["at"], report["tx"] + 1, conn.total_changes())
+        session.schema_cache.head = WriterHead(report["tx"], report["at"], report["tx"] + 1, conn.total_changes())
     return report
 
 
 DRY_RUN_LIST_CAP = 100
 
 
-def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_cache,
-                 on_report: Callable[[dict], None] | None = None, dry_run: bool = False) -> dict:
+def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], None] | None = None,
+                 dry_run: bool = False) -> dict:
     """Apply every record of ``source`` in one write transaction; returns the summary counts.
 
     With ``dry_run`` every record is applied inside its own savepoint and the whole
@@ -193,7 +150,8 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
     """
     summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
     dry = DryRun(0) if dry_run else None
-    with write_transaction(conn, schema_cache, identity_cache) as txn:
+    conn, schema_cache = session.conn, session.schema_cache
+    with write_transaction(conn, schema_cache, session.identity_cache) as txn:
         schema_cache.validate(conn)
         if dry is not None:
             dry.basis = Catalog(conn).latest_tx()
@@ -201,13 +159,9 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
             try:
                 record = parse_line(number, line, source)
                 if dry is not None:
-                    report = dry.apply(conn, number, record, lambda: apply_record(
-                        conn, record, clock=clock, event_factory=event_factory,
-                        schema_cache=schema_cache, identity_cache=identity_cache))
+                    report = dry.apply(conn, number, record, lambda: apply_record(session, record))
                 else:
-                    report = apply_record(conn, record, clock=clock, event_factory=event_factory,
-                                          schema_cache=schema_cache, identity_cache=identity_cache,
-                                          details=on_report is not None)
+                    report = apply_record(session, record, details=on_report is not None)
             except FgraphError as exc:
                 raise exc.at_line(number) from None
             summary["events"] += 1
@@ -220,8 +174,7 @@ def apply_stream(conn, source, *, clock, event_factory, schema_cache, identity_c
         if dry is not None:
             txn.discard()
     if dry is not None:
-        schema_cache.clear()
-        identity_cache.clear()
+        session.forget_cached_state()
         return dry.summary(summary)
     return summary
 

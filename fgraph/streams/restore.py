@@ -15,7 +15,7 @@ import re
 import apsw
 
 from fgraph.core import values
-from fgraph.streams.apply import iter_lines, not_utf8
+from fgraph.streams.lines import iter_lines, not_utf8
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
 from fgraph.core.canonical import dumps, dumps_bytes, loads
 from fgraph.core.catalog import Catalog

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 
-from fgraph.streams.apply import MAX_EVENT_BYTES, iter_lines, validate_record
+from fgraph.streams.apply import MAX_EVENT_BYTES, validate_record
+from fgraph.streams.lines import iter_lines
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, TooLarge, ValueTypeError
 from fgraph.streams.restore import FOOTER_KEYS, HEADER_KEYS, MAX_LINE_BYTES, RECEIPT_KEYS
