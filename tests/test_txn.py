@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph.core.txn import read_transaction, write_transaction
+from fgraph.core.txn import read_transaction, step, write_transaction
 
 PACKAGE = pathlib.Path(fgraph.__file__).parent
 
@@ -52,6 +52,27 @@ def test_commit_discard_and_rollback(tmp_path):
                 conn.execute("INSERT INTO fgraph_meta (key, value) VALUES ('t3', 1)")
                 1 / 0
         assert count(conn) == before + 1 and cache.cleared == 1 and conn.getautocommit()
+    finally:
+        db.close()
+
+
+def test_a_failed_step_undoes_only_itself(tmp_path):
+    db = fgraph.connect(str(tmp_path / "s.db"))
+    try:
+        conn = db.connection
+        before = count(conn)
+        cache = Cache()
+        with write_transaction(conn):
+            with step(conn, cache):
+                conn.execute("INSERT INTO fgraph_meta (key, value) VALUES ('kept', 1)")
+            with pytest.raises(ZeroDivisionError):
+                with step(conn, cache):
+                    conn.execute("INSERT INTO fgraph_meta (key, value) VALUES ('undone', 1)")
+                    1 / 0
+            assert cache.cleared == 1 and not conn.getautocommit()  # the transaction goes on
+            conn.execute("INSERT INTO fgraph_meta (key, value) VALUES ('after', 1)")
+        keys = {k for (k,) in conn.execute("SELECT key FROM fgraph_meta")}
+        assert count(conn) == before + 2 and {"kept", "after"} <= keys and "undone" not in keys
     finally:
         db.close()
 

@@ -87,6 +87,24 @@ def _savepoint(conn: apsw.Connection, caches) -> Iterator[WriteTransaction]:
 
 
 @contextlib.contextmanager
+def step(conn: apsw.Connection, *caches) -> Iterator[None]:
+    """One step inside an open write transaction that may fail alone (``apply --dry-run`` counts a
+    conflicting event and goes on): on any exception the step's writes are rolled back, the caches
+    cleared (they may hold rows the step registered), and the exception goes on to the caller."""
+    conn.execute("SAVEPOINT fgraph_step")
+    try:
+        yield
+    except BaseException:
+        for cache in caches:
+            cache.clear()
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK TO fgraph_step")
+            conn.execute("RELEASE fgraph_step")
+        raise
+    conn.execute("RELEASE fgraph_step")
+
+
+@contextlib.contextmanager
 def write_transaction(conn: apsw.Connection, *caches) -> Iterator[WriteTransaction]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``; ROLLBACK (and ``cache.clear()``) on any exception.
     Inside a speculation, a savepoint instead."""

@@ -18,7 +18,7 @@ from fgraph.core.errors import Conflict, FgraphError, SchemaError, TooLarge, Val
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.transact import UNSET, Request, WriterHead, already_applied_report, run_in_transaction
-from fgraph.core.txn import write_transaction
+from fgraph.core.txn import step, write_transaction
 from fgraph.core.values import RefWire
 from fgraph.core.limits import EVENT_KEYS, MAX_EVENT_BYTES
 from fgraph.core.replay import Replay
@@ -159,7 +159,7 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
             try:
                 record = parse_line(number, line, source)
                 if dry is not None:
-                    report = dry.apply(conn, number, record, lambda: apply_record(session, record))
+                    report = dry.apply(session, number, record)
                 else:
                     report = apply_record(session, record, details=on_report is not None)
             except FgraphError as exc:
@@ -188,18 +188,15 @@ class DryRun:
         self.disagreements: list = []
         self.conflicting = 0
 
-    def apply(self, conn, number: int, record: dict, run):
-        conn.execute("SAVEPOINT dry_run_event")
+    def apply(self, session: WriteSession, number: int, record: dict) -> dict | None:
         try:
-            report = run()
+            with step(session.conn, session.schema_cache, session.identity_cache):
+                report = apply_record(session, record)
         except Conflict as exc:
-            conn.execute("ROLLBACK TO dry_run_event")
-            conn.execute("RELEASE dry_run_event")
             self.conflicting += 1
             if len(self.conflicts) < DRY_RUN_LIST_CAP:
                 self.conflicts.append({"event": record["event"], "line": number, "message": str(exc)})
             return None
-        conn.execute("RELEASE dry_run_event")
         self.note_disagreements(number, record, report)
         return report
 
