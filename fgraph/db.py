@@ -367,15 +367,8 @@ class Db:
         """``doctor`` with its problems as records (kind, message, repairable) and a ``describe()`` for people."""
         if repair:
             self._writable()
-        second = None
-        if not repair and self.path != connection.MEMORY:
-            path = self.path
-            second = lambda: connection.open_connection(path, read_only=True)  # noqa: E731
-        # A second process sees committed rows only: none while this connection holds a transaction.
-        worker = self.path if second is not None and self.connection.getautocommit() else None
         try:
-            return _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest,
-                                   second_handle=second, worker_path=worker)
+            return _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest)
         finally:
             if repair:
                 self._session.forget_cached_state()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import apsw
 
+from fgraph.core.connection import open_connection
 from fgraph.core.errors import FormatError, ReadOnly
+from fgraph.core.limits import MEMORY
 from fgraph.core.txn import write_transaction
 from fgraph.ops import scrub
 from fgraph.ops.doctor import derived
@@ -38,10 +40,15 @@ def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | Non
     return after.with_figures(repaired=True, fts_rows_rebuilt=rebuilt, orphaned_blobs_removed=removed)
 
 
-def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_digest: str | None = None,
-            second_handle=None, worker_path: str | None = None) -> Diagnosis:
+def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_digest: str | None = None) -> Diagnosis:
     """``run`` for a database file: a repair first finishes an excision's owed scrub, and a scrub
-    still owed afterwards is a repairable problem of the diagnosis."""
+    still owed afterwards is a repairable problem of the diagnosis. A plain check of a file on disk
+    uses a second connection (or, for a large file, a second process) for SQLite's integrity check."""
+    second_handle = worker_path = None
+    if not repair and path != MEMORY:
+        second_handle = lambda: open_connection(path, read_only=True)  # noqa: E731
+        # A second process sees committed rows only: none while the caller holds a transaction.
+        worker_path = path if conn.getautocommit() else None
     owed = scrub.pending(path)
     if owed is not None and _never_committed(conn, owed.get("tx")):
         owed = None  # killed between the marker and COMMIT: nothing was erased
