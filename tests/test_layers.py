@@ -78,3 +78,51 @@ def test_one_word_per_idea():
     assert found == []
     t1_users = sorted({path.name for path in PACKAGE.rglob("*.py") if re.search(r"\bt1\b(?!\")", path.read_text())})
     assert t1_users == ["cli.py", "db.py"]
+
+
+# Modules whose behaviour is proven under another test module's name (a family of modules, or a
+# face command tested end to end). Every other module has tests/test_<name>.py or test_<wing>_<name>.py.
+TESTED_BY = {
+    "face/cli_base.py": ["test_cli.py", "test_cli_conventions.py"],
+    "face/cli_browse.py": ["test_browse.py"],
+    "face/cli_help.py": ["test_cli_conventions.py"],
+    "face/cli_import.py": ["test_import.py"],
+    "face/cli_questions.py": ["test_query_cli.py", "test_query_schema.py", "test_search.py"],
+    "face/cli_reference.py": ["test_cli_conventions.py"],
+    "face/cli_sync.py": ["test_sync.py"],
+    "face/import_formats.py": ["test_import.py"],
+    "face/importing.py": ["test_import.py", "test_progress.py"],
+    "face/mcp_resources.py": ["test_mcp.py"],
+    "face/mcp_server.py": ["test_mcp.py", "test_mcp_inspector.py"],
+    "ops/doctor/checkup.py": ["test_doctor.py", "test_doctor_worker.py"],
+    "ops/doctor/derived.py": ["test_doctor.py"],
+    "ops/doctor/logical.py": ["test_doctor.py"],
+    "ops/doctor/payloads.py": ["test_doctor.py", "test_doctor_findings.py"],
+    "ops/doctor/physical.py": ["test_doctor.py"],
+    "ops/doctor/repair.py": ["test_doctor.py", "test_doctor_findings.py", "test_scrub.py"],
+    "ops/doctor/report.py": ["test_doctor_findings.py"],
+    "query/ask.py": ["test_query_engine.py", "test_query_results.py"],
+    "query/browse_sql.py": ["test_browse.py"],
+    "query/manifest.py": ["test_query_schema.py"],
+    "query/predicates.py": ["test_query_engine.py", "test_query_syntax.py", "test_interop_queries.py"],
+    "query/search_lists.py": ["test_search.py"],
+    "query/search_render.py": ["test_search.py"],
+    "query/search_request.py": ["test_search.py", "test_interop_search.py"],
+    "query/shaping.py": ["test_query_results.py"],
+    "query/terms.py": ["test_query_engine.py", "test_interop_queries.py"],
+}
+
+
+def test_every_module_has_its_test_module():
+    tests = pathlib.Path(__file__).parent
+    untested, stale = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        rel = str(path.relative_to(PACKAGE))
+        own = [tests / f"test_{path.stem}.py", tests / f"test_{path.parent.name}_{path.stem}.py"]
+        if rel in TESTED_BY:
+            stale += [name for name in TESTED_BY[rel] if not (tests / name).exists()]
+        elif not any(candidate.exists() for candidate in own):
+            untested.append(rel)
+    assert untested == [] and stale == []
