@@ -88,3 +88,13 @@ def test_reads_leave_the_file_byte_identical(db_path):
     codes = [run(*args, db=db_path)[0] for args in calls]
     assert codes == [0, 1, 0, 1, 0, 0, 1]
     assert state() == before
+
+
+def test_the_budget_can_come_from_the_environment(db_path):
+    query = '{"find":["?e"],"where":[["?e","person/name","_"]]}'
+    env = dict(os.environ, FGRAPH_QUERY_BUDGET="2")
+    proc = subprocess.run([FGRAPH, "--db", db_path, "q", query], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and proc.stderr.startswith("TooLarge: ") and "2 units" in proc.stderr
+    env["FGRAPH_QUERY_BUDGET"] = "1000"
+    proc = subprocess.run([FGRAPH, "--db", db_path, "q", query], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0
