@@ -350,3 +350,32 @@ def test_interrupt_stops_the_server(tmp_path):
         assert proc.wait(timeout=30) == 130
     finally:
         stop(proc)
+
+
+@needs_datasette
+def test_ctrl_c_is_an_interrupt_even_when_the_serving_task_finished_first(tmp_path, monkeypatch):
+    """uvicorn re-raises a captured SIGINT after its graceful shutdown, but asyncio.run turns it
+    into KeyboardInterrupt only while the serving task is still running; once seen in the make
+    test run, a browse stopped by Ctrl-C exited 0. The server remembers the signal instead."""
+    import asyncio
+
+    import uvicorn
+
+    from fgraph.face import browse
+
+    server = browse._Server(uvicorn.Config(lambda scope, receive, send: None))
+    server.handle_exit(signal.SIGTERM, None)
+    assert server.should_exit and not server.interrupted
+    server.handle_exit(signal.SIGINT, None)
+    assert server.interrupted
+
+    def finished_normally(coroutine):
+        coroutine.close()
+        return server
+
+    monkeypatch.setattr(asyncio, "run", finished_normally)
+    path = tmp_path / "t.fgraph"
+    with fgraph.connect(str(path)):
+        pass
+    with socket.socket() as sock, pytest.raises(KeyboardInterrupt):
+        browse.serve(str(path), sock, "http://127.0.0.1/")

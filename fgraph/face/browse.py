@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import urllib.parse
 import webbrowser
@@ -234,10 +235,27 @@ def serve(path: str, sock: socket.socket, url: str, *, open_browser: bool = Fals
     renderer = CellRenderer()
     pm.register(renderer, name=PLUGIN_NAME)
     try:
-        asyncio.run(_serve(path, sock, url, open_browser))
+        server = asyncio.run(_serve(path, sock, url, open_browser))
     finally:
         pm.unregister(name=PLUGIN_NAME)
         sock.close()
+    if server.interrupted:
+        # uvicorn re-raises a captured SIGINT after its graceful shutdown, but asyncio.run only turns
+        # it into KeyboardInterrupt when the main task has not finished yet: a race, so say it here.
+        raise KeyboardInterrupt
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, remembering whether Ctrl-C (SIGINT) ended it, so the CLI exits 130 either way."""
+
+    def __init__(self, config: uvicorn.Config):
+        super().__init__(config)
+        self.interrupted = False
+
+    def handle_exit(self, sig, frame) -> None:
+        if sig == signal.SIGINT:
+            self.interrupted = True
+        super().handle_exit(sig, frame)
 
 
 def refuse_writes(app):
@@ -258,14 +276,16 @@ def refuse_writes(app):
     return guarded
 
 
-async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool) -> None:
+async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool) -> _Server:
     ds = build(path)
     await ds.invoke_startup()
     if open_browser:
         webbrowser.open(url)
     config = uvicorn.Config(refuse_writes(ds.app()), lifespan="on", log_level="warning", access_log=False)
+    server = _Server(config)
     try:
-        await uvicorn.Server(config).serve(sockets=[sock])
+        await server.serve(sockets=[sock])
     finally:
         for database in ds.databases.values():
             database.close()
+    return server
