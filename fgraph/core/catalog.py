@@ -60,6 +60,11 @@ class Catalog:
         self.cache = cache if cache is not None else IdentityCache()
         self.cache.trim()
 
+    def settled(self) -> apsw.Connection:
+        """The connection, once every row written so far is in it (see ``fgraph.core.overlay``):
+        for queries this class does not wrap."""
+        return self.conn
+
     def _visible(self, row) -> bool:
         return row is not None and (self.basis is None or row[2] <= self.basis)
 
@@ -191,6 +196,10 @@ class Catalog:
         return sorted(self.conn.execute(
             "SELECT id, v, t, tx FROM fgraph_facts INDEXED BY fgraph_eavt WHERE e = ? AND a = ? AND rx IS NULL",
             (e, a)))
+
+    def fact_tx(self, fact_id: int) -> int:
+        """The transaction that asserted a fact."""
+        return self.conn.execute("SELECT tx FROM fgraph_facts WHERE id = ?", (fact_id,)).fetchone()[0]
 
     def live_attributes(self, e: int) -> list[int]:
         return [row[0] for row in self.conn.execute(

@@ -39,7 +39,7 @@ class Constraints:
             self.check_existing_values(a, label, s)
 
     def check_existing_values(self, a: int, label: str, s: dict) -> None:
-        conn = self.cat.conn
+        conn = self.cat.settled()
         if s["type"] is not None:
             tags = ",".join(str(t) for t in TYPE_TAGS[s["type"]])
             for (e,) in conn.execute(

@@ -25,6 +25,7 @@ MAX_NAME_BYTES = 512                 # names, attribute names and operation ids:
 # 04/05 — streams
 MAX_EVENT_BYTES = 8 * 1048576 + 65536           # one canonical event (decision 4: the LF not counted)
 MAX_SNAPSHOT_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
+APPLY_BATCH_ROWS = 8192        # a bulk apply flushes its overlay past this many pending rows (memory bound)
 EVENT_KEYS = frozenset({"asserted", "at", "by", "created", "event", "fgraph", "meta", "retracted", "source",
                         "tx_facts"})
 

@@ -285,7 +285,7 @@ class Planner(Constraints):
         if not isinstance(a, int):
             return None
         if a not in self._stored_dims:
-            row = self.cat.conn.execute(
+            row = self.cat.settled().execute(
                 "SELECT length(b.data) FROM fgraph_facts AS f JOIN fgraph_blobs AS b ON b.hash = f.v "
                 "WHERE f.a = ? AND f.t = ? ORDER BY f.id LIMIT 1", (a, values.TAG_VECTOR)).fetchone()
             self._stored_dims[a] = None if row is None else row[0] // 4

@@ -80,6 +80,36 @@ class Rows:
         for key in keys:
             self.conn.execute(_FREE_BLOB, (key, key))
 
+    # -- many rows at once (a bulk apply's flush) ----------------------------------------
+    def facts_with_ids(self, rows: Iterable[tuple]) -> None:
+        """Insert ``(id, e, a, v, t, tx, rx)`` fact rows whose ids the caller allocated in
+        AUTOINCREMENT order (no FTS rows, no blobs: see ``index_facts`` and ``blobs``)."""
+        self.conn.executemany("INSERT INTO fgraph_facts (id, e, a, v, t, tx, rx) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def blobs(self, rows: Iterable[tuple[bytes, bytes]]) -> None:
+        """Store ``(hash, data)`` blobs that are not stored yet."""
+        self.conn.executemany("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)", rows)
+
+    def index_facts(self, rows: Iterable[tuple[int, str]]) -> None:
+        """Add the FTS rows ``(fact id, text)`` of live text facts."""
+        self.conn.executemany("INSERT INTO fgraph_fts (rowid, text) VALUES (?, ?)", rows)
+
+    def unindex_facts(self, fact_ids: Iterable[int]) -> None:
+        self.conn.executemany("DELETE FROM fgraph_fts WHERE rowid = ?", ((i,) for i in fact_ids))
+
+    def end_facts(self, rows: Iterable[tuple[int, int]]) -> None:
+        """Set ``rx`` on ``(rx, fact id)`` rows."""
+        self.conn.executemany("UPDATE fgraph_facts SET rx = ? WHERE id = ?", rows)
+
+    def drop_facts(self, fact_ids: Iterable[int]) -> None:
+        """Delete fact rows by id (nohistory retractions), without touching FTS or blobs."""
+        self.conn.executemany("DELETE FROM fgraph_facts WHERE id = ?", ((i,) for i in fact_ids))
+
+    def events(self, rows: Iterable[tuple]) -> None:
+        """Insert ``(tx, hash, payload, operation_id, request_hash)`` event rows."""
+        self.conn.executemany("INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) "
+                              "VALUES (?, ?, ?, ?, ?)", rows)
+
     # -- identities, events, meta ---------------------------------------------------
     def identities(self, rows: Iterable[tuple[int, str | None, bytes | None, int]]) -> None:
         """Register ``(id, name, gid, created_tx)`` rows; a taken gid raises apsw.ConstraintError."""

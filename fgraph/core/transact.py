@@ -137,7 +137,7 @@ def run_in_transaction(session: WriteSession, request: Request, req_hash, *, rep
     """Plan and write inside an open write transaction (shared with apply). Without ``details``
     the report's ``asserted`` and ``retracted`` lists stay empty (a bulk apply only counts)."""
     conn, schema_cache = session.conn, session.schema_cache
-    cat = Catalog(conn, cache=session.identity_cache)
+    cat = session.catalog()
     head = schema_cache.head
     if head is None or not head.current(conn):
         head = None
@@ -168,17 +168,18 @@ def run_in_transaction(session: WriteSession, request: Request, req_hash, *, rep
     if not (delta.asserted or delta.retracted or delta.new or request.has_metadata()
             or request.operation_id is not None or replay is not None):
         return noop_report(latest)
-    return Commit(conn, cat, planner, delta, latest, head).write(session, request, req_hash, replay=replay,
+    return Commit(conn, cat, planner, delta, latest, head, session.rows()).write(session, request, req_hash, replay=replay,
                                                                details=details)
 
 
 class Commit:
     """Writes one planned transaction's rows in the order of 03 §9."""
 
-    def __init__(self, conn, cat: Catalog, planner: Planner, delta, latest: int, head: WriterHead | None = None):
+    def __init__(self, conn, cat: Catalog, planner: Planner, delta, latest: int, head: WriterHead | None = None,
+                 rows: Rows | None = None):
         self.conn, self.cat, self.planner, self.delta, self.latest = conn, cat, planner, delta, latest
         self.head = head
-        self.rows = Rows(conn)
+        self.rows = rows if rows is not None else Rows(conn)
 
     def resolve(self, handle) -> int:
         return handle.id if isinstance(handle, NewIdent) else handle
@@ -228,6 +229,8 @@ class Commit:
             if value.t == 0:
                 value = Value(0, self.resolve(value.v), None)
             asserted_rows.append(self.insert_fact(e_id, a_id, value, tx.id))
+            if replay is not None:
+                continue      # an applied event keeps its source's payload: nothing to render
             tag = values.logical_name(value.t)
             rendered = self.render(value, self.portable_ref)
             if e is tx:
@@ -240,10 +243,10 @@ class Commit:
         retracted_rows, event_retracted = [], []
         for e, a, value, fact_id in delta.retracted:
             value = Value(value.t, value.v, self.cat.blob(value.v) if value.t in values.INDIRECT_TAGS else None)
-            event_retracted.append([self.portable_ref(e), self.portable_ref(a), self.render(value, self.portable_ref),
-                                    values.logical_name(value.t)])
-            fact_tx = self.planner.fact_tx.get(fact_id) or \
-                self.conn.execute("SELECT tx FROM fgraph_facts WHERE id = ?", (fact_id,)).fetchone()[0]
+            if replay is None:
+                event_retracted.append([self.portable_ref(e), self.portable_ref(a),
+                                        self.render(value, self.portable_ref), values.logical_name(value.t)])
+            fact_tx = self.planner.fact_tx.get(fact_id) or self.cat.fact_tx(fact_id)
             retracted_rows.append((fact_id, e, a, value, fact_tx))
         self.retract_rows(retracted_rows, tx.id)
         try:
