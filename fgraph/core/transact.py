@@ -180,21 +180,32 @@ class Commit:
         self.conn, self.cat, self.planner, self.delta, self.latest = conn, cat, planner, delta, latest
         self.head = head
         self.rows = rows if rows is not None else Rows(conn)
+        self._portable: dict = {}
+        self._local: dict = {}
 
     def resolve(self, handle) -> int:
         return handle.id if isinstance(handle, NewIdent) else handle
 
     def local_ref(self, ident: int):
-        new = self.new_by_id.get(ident)
-        name = self.cat.name_of(ident) if new is None else (new.key if new.kind == "name" else None)
-        return name if name is not None else ident
+        found = self._local.get(ident)
+        if found is None:
+            new = self.new_by_id.get(ident)
+            name = self.cat.name_of(ident) if new is None else (new.key if new.kind == "name" else None)
+            found = self._local[ident] = name if name is not None else ident
+        return found
 
     def portable_ref(self, ident: int):
-        if ident in self.new_by_id:
-            new = self.new_by_id[ident]
-            return new.key if new.kind == "name" else {"eid": gid_to_uuid(new.gid)}
-        name = self.cat.name_of(ident)
-        return name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
+        # One commit names the same few identities many times (every fact's attribute).
+        found = self._portable.get(ident)
+        if found is None:
+            if ident in self.new_by_id:
+                new = self.new_by_id[ident]
+                found = new.key if new.kind == "name" else {"eid": gid_to_uuid(new.gid)}
+            else:
+                name = self.cat.name_of(ident)
+                found = name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
+            self._portable[ident] = found
+        return found
 
     def write(self, session: WriteSession, request: Request, req_hash, *, replay: Replay | None,
               details: bool = True) -> dict:
@@ -307,6 +318,6 @@ class Commit:
         self.rows.free_blobs(freed)
 
     def rendered_fact(self, fact_id, e, a, value, tx, rx) -> dict:
-        return {"a": self.cat.name_of(a) if a not in self.new_by_id else self.new_by_id[a].key,
+        return {"a": self.local_ref(a),
                 "e": self.local_ref(e), "id": fact_id, "rx": rx, "tx": tx,
                 "v": self.render(value, self.local_ref)}
