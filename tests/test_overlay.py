@@ -90,6 +90,7 @@ def scenarios(draw):
         "receiver_schema": draw(st.lists(st.sampled_from(RECEIVER_SCHEMA), max_size=3)),
         "batch_rows": draw(st.sampled_from([1, 3, 7, 40, 8192])),
         "altered": draw(st.one_of(st.none(), st.integers(0, 30))),
+        "repeated": draw(st.one_of(st.none(), st.integers(0, 30))),
     }
 
 
@@ -105,6 +106,8 @@ def test_bulk_and_event_at_a_time_apply_write_the_same_bytes(tmp_path_factory, m
         lines = [dumps(record) for record in db.event_records()]
     finally:
         db.close()
+    if scenario["repeated"] is not None and lines:    # already applied, maybe while still pending
+        lines.append(lines[scenario["repeated"] % len(lines)])
     if scenario["altered"] is not None and lines:
         victim = loads(lines[scenario["altered"] % len(lines)])
         victim["at"] += 1
