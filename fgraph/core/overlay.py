@@ -240,7 +240,8 @@ class OverlayCatalog(Catalog):
     # -- facts ------------------------------------------------------------
     def live_values(self, e: int, a: int) -> list:
         ended = self.overlay.ended
-        stored = super().live_values(e, a)
+        # An identity registered in this batch has no stored facts yet: no query.
+        stored = [] if e in self.overlay.ids else super().live_values(e, a)
         if ended:
             stored = [row for row in stored if row[0] not in ended]
         pending = self.overlay.live_facts(e, a)
