@@ -116,15 +116,19 @@ def _scan(o) -> int:
     return k
 
 
+_NESTED = (float, dict, list, tuple)
+
+
 def _fragments(o):
     """Copy of a scanned document with every float replaced by its canonical text."""
     t = type(o)
     if t is float:
         return _Fragment(format_float(o))
+    # Leaves other than floats are kept as they are without a call each (most of a document).
     if t is dict:
-        return {k: _fragments(v) for k, v in o.items()}
+        return {k: _fragments(v) if type(v) in _NESTED else v for k, v in o.items()}
     if t is list or t is tuple:
-        return [_fragments(v) for v in o]
+        return [_fragments(v) if type(v) in _NESTED else v for v in o]
     return o
 
 

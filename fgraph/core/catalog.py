@@ -115,8 +115,9 @@ class Catalog:
 
     def name_of(self, ident: int) -> str | None:
         row = self.cache.rows.get(ident)
-        if row is None or not self._visible(row):
-            row = self.identity(ident)
+        if row is not None and (self.basis is None or row[2] <= self.basis):
+            return row[0]
+        row = self.identity(ident)
         return row[0] if row else None
 
     def gid_of(self, ident: int) -> bytes | None:

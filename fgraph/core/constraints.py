@@ -70,17 +70,18 @@ class Constraints:
     def check_slot(self, slot) -> None:
         a = slot.a
         s = self.schema(a)
-        label = self.attribute_label(a)
         if s["type"] is not None:
             for key in slot.present:
                 if key[0] not in TYPE_TAGS.get(s["type"], ()):
-                    raise SchemaError(f"{label!r} is declared {s['type']} but holds a "
+                    raise SchemaError(f"{self.attribute_label(a)!r} is declared {s['type']} but holds a "
                                       f"{values.logical_name(key[0])} value", "make the value and type agree")
         if not s["many"] and len(slot.present) > 1:
             if any(k not in slot.live for k in slot.present):
-                raise Conflict(f"{label!r} is cardinality-one but would hold {len(slot.present)} values",
+                raise Conflict(f"{self.attribute_label(a)!r} is cardinality-one but would hold "
+                               f"{len(slot.present)} values",
                                "keep one value, or declare it --many")
-            raise SchemaError(f"{label!r} cannot become cardinality-one while an entity holds several values",
+            raise SchemaError(f"{self.attribute_label(a)!r} cannot become cardinality-one while an entity holds "
+                              "several values",
                               "retract the extra values first")
         if s["unique"]:
             for key in slot.present:
@@ -91,7 +92,8 @@ class Constraints:
                     owners |= {id(e) for e in self.cat.live_owners(a, key[1], key[0])
                                if key in self.slot(e, a).present}
                 if len(owners) > 1:
-                    raise Conflict(f"unique value {key[1]!r} of {label!r} already belongs to another entity",
+                    raise Conflict(f"unique value {key[1]!r} of {self.attribute_label(a)!r} already belongs to "
+                                   "another entity",
                                    "upsert onto the owner (omit id), or retract it from the owner first")
 
     def check_shapes(self) -> None:

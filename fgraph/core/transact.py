@@ -182,6 +182,7 @@ class Commit:
         self.rows = rows if rows is not None else Rows(conn)
         self._portable: dict = {}
         self._local: dict = {}
+        self._rendered: dict = {}   # fact id -> wire form, for values without refs (the same in both)
 
     def resolve(self, handle) -> int:
         return handle.id if isinstance(handle, NewIdent) else handle
@@ -244,6 +245,8 @@ class Commit:
                 continue      # an applied event keeps its source's payload: nothing to render
             tag = values.logical_name(value.t)
             rendered = self.render(value, self.portable_ref)
+            if value.t != values.TAG_REF:      # a plain value renders the same in the receipt
+                self._rendered[asserted_rows[-1][0]] = rendered
             if e is tx:
                 tx_facts.append([self.portable_ref(a_id), rendered, tag])
             else:
@@ -318,6 +321,7 @@ class Commit:
         self.rows.free_blobs(freed)
 
     def rendered_fact(self, fact_id, e, a, value, tx, rx) -> dict:
+        rendered = self._rendered.get(fact_id) if rx is None else None
         return {"a": self.local_ref(a),
                 "e": self.local_ref(e), "id": fact_id, "rx": rx, "tx": tx,
-                "v": self.render(value, self.local_ref)}
+                "v": rendered if rendered is not None else self.render(value, self.local_ref)}
