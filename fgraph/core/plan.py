@@ -63,6 +63,7 @@ class Planner(Constraints):
         self.slots: dict[tuple, Slot] = {}
         self.new: list[NewIdent] = []
         self.names: dict[str, NewIdent] = {}
+        self.resolved: dict[str, object] = {}   # name -> stored id or NewIdent, as resolved in this plan
         self.tmps: dict[str, NewIdent] = {}
         self.eid_overrides: dict[str, object] = {}   # apply: source eids -> local handles
         self.replaying = False                        # apply: refs to transactions resolve normally
@@ -102,14 +103,18 @@ class Planner(Constraints):
         return ident
 
     def named(self, name: str, allocate: bool):
+        found = self.resolved.get(name)
+        if found is not None:
+            return found
         if name.startswith("fgraph/") and name not in system_names():
             raise SchemaError(f"{name!r} is in the reserved fgraph/ namespace", "choose another name")
-        if name in self.names:
-            return self.names[name]
         found = self.cat.id_by_name(name)
-        if found is not None or not allocate:
-            return found
-        return self._allocate("name", name)
+        if found is None:
+            if not allocate:
+                return None
+            found = self._allocate("name", name)
+        self.resolved[name] = found
+        return found
 
     def entity(self, sel, *, allocate: bool, map_id: bool = False):
         """Resolve an entity selector; None when unknown and not allocating."""
