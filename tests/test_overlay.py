@@ -263,3 +263,24 @@ def test_a_unique_value_held_by_a_pending_fact_conflicts(tmp_path, deterministic
         outcomes.append(outcome_of(path, lines, bulk=bulk))
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][0][:3] == ("error", "Conflict", 2)
+
+
+def test_large_values_flush_the_batch_early(tmp_path, monkeypatch):
+    """Rows are not the only bound: a stream of large values flushes by bytes held."""
+    lines = store_with(tmp_path, "src.db", [{"id": f"e{i}", "p/bio": "x" * 100_000} for i in range(12)])
+    flushes = []
+    original = Overlay.flush
+
+    def counting(self):
+        flushes.append(self.value_bytes)
+        original(self)
+
+    monkeypatch.setattr(Overlay, "flush", counting)
+    monkeypatch.setattr(apply_module, "BATCH_BYTES", 250_000)
+    target = tmp_path / "t.db"
+    fgraph.connect(str(target)).close()
+    db = fgraph.connect(str(target))
+    assert apply_stream(db._session, iter(lines))["applied"] == 12
+    db.close()
+    # each event holds its 100,000-byte value twice (the fact's blob and the event's payload)
+    assert len(flushes) >= 5 and max(flushes) < 250_000 + 2 * 100_000 + 10_000

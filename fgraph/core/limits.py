@@ -26,6 +26,8 @@ MAX_NAME_BYTES = 512                 # names, attribute names and operation ids:
 MAX_EVENT_BYTES = 8 * 1048576 + 65536           # one canonical event (decision 4: the LF not counted)
 MAX_SNAPSHOT_LINE_BYTES = 2 * MAX_EVENT_BYTES + 65536
 APPLY_BATCH_ROWS = 8192        # a bulk apply flushes its overlay past this many pending rows (memory bound)
+RESTORE_BATCH_ROWS = 4096      # restore writes its pending fact rows past this many
+BATCH_BYTES = 8 * 1048576      # either flushes past this many bytes of pending values, whatever the rows
 EVENT_KEYS = frozenset({"asserted", "at", "by", "created", "event", "fgraph", "meta", "retracted", "source",
                         "tx_facts"})
 

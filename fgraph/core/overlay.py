@@ -53,6 +53,7 @@ class Overlay:
         self.ended: dict[int, tuple] = {}              # stored fact id -> (rx or DELETED, t)
         self.blobs: dict[bytes, bytes] = {}
         self.next_id: int | None = None
+        self.value_bytes = 0                           # text, bytes and blobs held: the other memory bound
 
     def __len__(self) -> int:
         return len(self.facts) + len(self.ended) + len(self.ids)
@@ -85,8 +86,11 @@ class Overlay:
         fact_id = self.next_fact_id
         self.next_fact_id += 1
         self.facts[fact_id] = [e, a, v, t, tx, rx]
+        if type(v) is str or type(v) is bytes:
+            self.value_bytes += len(v)
         if blob is not None and t in INDIRECT_TAGS:
             self.blobs.setdefault(v, blob)
+            self.value_bytes += len(blob)
         if rx is None:
             self.live.setdefault((e, a), {})[fact_id] = None
             self.by_value.setdefault((a, t, v), []).append(fact_id)
@@ -116,8 +120,14 @@ class Overlay:
         if gid is not None:
             self.by_gid[gid] = ident
 
+    def full(self, rows: int, value_bytes: int) -> bool:
+        """Past either bound: time to flush."""
+        return len(self) >= rows or self.value_bytes >= value_bytes
+
     def add_event(self, tx: int, text, digest: bytes, operation_id, request_hash) -> None:
         self.events[tx] = (digest, text, operation_id, request_hash)
+        if text is not None:
+            self.value_bytes += len(text)
         self.txs.append(tx)
 
     # -- reads (OverlayCatalog) -----------------------------------------------------------

@@ -20,7 +20,7 @@ from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.transact import UNSET, Request, WriterHead, already_applied_report, run_in_transaction
 from fgraph.core.txn import step, write_transaction
 from fgraph.core.values import RefWire
-from fgraph.core.limits import APPLY_BATCH_ROWS, EVENT_KEYS, MAX_EVENT_BYTES
+from fgraph.core.limits import APPLY_BATCH_ROWS, BATCH_BYTES, EVENT_KEYS, MAX_EVENT_BYTES
 from fgraph.core.replay import Replay
 from fgraph.core.session import WriteSession
 from fgraph.streams.lines import iter_lines, not_utf8
@@ -177,7 +177,7 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
                     report = dry.apply(session, number, record)
                 else:
                     report = apply_record(writer, record, details=on_report is not None)
-                    if writer.overlay is not None and len(writer.overlay) >= APPLY_BATCH_ROWS:
+                    if writer.overlay is not None and writer.overlay.full(APPLY_BATCH_ROWS, BATCH_BYTES):
                         _flush(writer)
             except FgraphError as exc:
                 raise exc.at_line(number) from None
