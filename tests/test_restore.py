@@ -3,10 +3,13 @@ transaction and commits only when that check is ok; any failure leaves the desti
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 import fgraph
 from fgraph.streams import restore as restore_module
+from tests.corerows import core_rows
 from tests.peerlib import deterministic_env
 
 
@@ -104,3 +107,65 @@ def test_restore_gives_back_the_connections_temp_cache_size():
         assert db.connection.execute("PRAGMA temp.cache_size").fetchone()[0] == -3000
         db.restore(text)
         assert db.connection.execute("PRAGMA temp.cache_size").fetchone()[0] == -3000
+
+
+# -- fact rows written in batches ---------------------------------------------------------
+def _restore_outcome(path, data: bytes):
+    db = fgraph.connect(str(path), clock=lambda: 1767225600000000)     # genesis rows alike
+    try:
+        db.restore(data)
+        result = ("ok",)
+    except fgraph.FgraphError as exc:
+        result = ("error", exc.name, exc.line, str(exc))
+    finally:
+        db.close()
+    return result, core_rows(str(path))
+
+
+def _batched_and_row_by_row(tmp_path, monkeypatch, data: bytes, label: str, batch: int):
+    outcomes = []
+    for rows in (batch, 1):      # 1: every fact row written as its record is read
+        monkeypatch.setattr(restore_module, "RESTORE_BATCH_ROWS", rows)
+        outcomes.append(_restore_outcome(tmp_path / f"{label}-{rows}.db", data))
+    return outcomes
+
+
+def test_a_repeated_fact_is_refused_at_its_line_even_when_a_later_line_is_bad(tmp_path, monkeypatch):
+    """Batching must not change which error wins: the repeated live fact (refused by SQLite)
+    is reported at its own line, before a malformed record that follows it."""
+    source = tmp_path / "src.db"
+    db = fgraph.connect(str(source))
+    db.transact([{"id": f"e{i}", "p/n": f"v{i}"} for i in range(6)])
+    lines = list(db.iter_snapshot())
+    db.close()
+    facts = [i for i, line in enumerate(lines) if line.startswith('{"fact"')]
+    repeated = lines[: facts[-1] + 1] + [lines[facts[-1]]] + lines[facts[-1] + 1:]
+    from tests.torture.mutations import reseal
+    sealed = reseal([line.rstrip("\n") for line in repeated])
+    body = sealed.splitlines(keepends=True)
+    broken = "".join(body[:-1]) + '{"fact": [\n'          # the footer is not even JSON
+    assert broken != sealed
+    for label, data in (("sealed", sealed), ("broken", broken)):
+        bulk, single = _batched_and_row_by_row(tmp_path, monkeypatch, data.encode(), label, 4096)
+        assert bulk == single
+        assert bulk[0][:3] == ("error", "FormatError", facts[-1] + 2), bulk[0]
+
+
+def test_batched_fact_rows_match_row_by_row_on_mutated_snapshots(tmp_path, monkeypatch):
+    from tests.torture.mutations import mutate
+    source = tmp_path / "src.db"
+    db = fgraph.connect(str(source))
+    db.declare("p/knows", ref=True, many=True)
+    for i in range(8):
+        db.transact({"id": f"e{i}", "p/n": f"v{i}", "p/bio": "x" * (300 + i), "p/knows": {"ref": f"e{i // 2}"}})
+        db.transact(["retract", f"e{i}", "p/n", f"v{i}"])
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in db.iter_snapshot())
+    db.close()
+    rng = random.Random(17)
+    seen = set()
+    for n in range(80):
+        data = text.encode() if n == 0 else mutate(text, rng, sealed=rng.random() < 0.7)
+        bulk, single = _batched_and_row_by_row(tmp_path, monkeypatch, data, f"m{n}", rng.choice([2, 5, 4096]))
+        assert bulk == single, (n, bulk[0], single[0])
+        seen.add(bulk[0][1] if bulk[0][0] == "error" else "ok")
+    assert "ok" in seen and len(seen) >= 3, seen

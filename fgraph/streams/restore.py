@@ -22,12 +22,12 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_IMPORTED_AT, GENESIS_AT_FACT, genesis_event
 from fgraph.core.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
-from fgraph.core.limits import GENESIS_TX
+from fgraph.core.limits import BATCH_BYTES, GENESIS_TX, RESTORE_BATCH_ROWS
 from fgraph.core.names import check_attribute_name, check_name
-from fgraph.core.rows import Rows
+from fgraph.core.rows import FTS_TAGS, Rows
 from fgraph.core.transact import check_operation_id
 from fgraph.core.txn import write_transaction
-from fgraph.core.values import RefWire
+from fgraph.core.values import INDIRECT_TAGS, RefWire
 
 MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
 TIMES_BATCH = 1024
@@ -78,6 +78,11 @@ class Restorer:
         self.times: list[tuple] = []  # (tx, at, origin) of receipts not yet in temp.restore_times
         self.line = 0
         self.first_fact: tuple[int, int] | None = None  # (fact id, line) of the first fact record
+        # Fact rows wait here and are written in batches (ids allocated as AUTOINCREMENT would);
+        # nothing reads them before finish(), which writes them first.
+        self.pending: list[tuple] = []            # (id, e, a, v, t, blob, tx, rx, attribute, line)
+        self.pending_bytes = 0
+        self.next_fact_id: int | None = None
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS restore_times (tx INTEGER PRIMARY KEY, at INTEGER, origin INTEGER)")
         conn.execute("DELETE FROM temp.restore_times")
 
@@ -230,15 +235,49 @@ class Restorer:
         rx = None if rx_event is None else self.event_tx(rx_event, missing=Conflict)
         if rx is not None and rx <= tx:
             raise Conflict("snapshot retraction event is not later than the assertion", "the snapshot was altered")
-        try:
-            self.rows.fact(e, a, decoded.v, decoded.t, decoded.blob, tx, rx)
-        except apsw.ConstraintError:
-            raise _RowRefused(FormatError(
-                f"the {attr} fact repeats an earlier fact of the same entity, value and event",
-                "the snapshot was altered; restore an unmodified one")) from None
+        if self.next_fact_id is None:
+            self.next_fact_id = self.conn.execute(
+                "SELECT max((SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'fgraph_facts'), "
+                "(SELECT coalesce(max(id), 0) FROM fgraph_facts))").fetchone()[0] + 1
+        fact_id = self.next_fact_id
+        self.next_fact_id += 1
+        self.pending.append((fact_id, e, a, decoded.v, decoded.t, decoded.blob, tx, rx, attr, self.line))
+        for held in (decoded.v, decoded.blob):
+            if type(held) is str or type(held) is bytes:
+                self.pending_bytes += len(held)
         if self.first_fact is None:
-            self.first_fact = (self.conn.last_insert_rowid(), self.line)
+            self.first_fact = (fact_id, self.line)
         self.facts += 1
+        if len(self.pending) >= RESTORE_BATCH_ROWS or self.pending_bytes >= BATCH_BYTES:
+            self.write_facts()
+
+    def write_facts(self) -> None:
+        """Write the pending fact rows (with their blobs and full-text rows). A row SQLite refuses
+        (a repeated live fact) is reported at its own record's line, as if it had been written
+        when it was read: callers write pending facts before raising any later error."""
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
+        if not pending:
+            return
+        rows = self.rows
+        rows.blobs([(row[3], row[5]) for row in pending if row[5] is not None and row[4] in INDIRECT_TAGS])
+        try:
+            rows.facts_with_ids(row[:5] + row[6:8] for row in pending)
+        except apsw.ConstraintError:
+            written = self.conn.execute("SELECT coalesce(max(id), 0) FROM fgraph_facts").fetchone()[0]
+            refused = pending[max(0, written + 1 - pending[0][0])]
+            raise _RowRefused(FormatError(
+                f"the {refused[8]} fact repeats an earlier fact of the same entity, value and event",
+                "the snapshot was altered; restore an unmodified one").at_line(refused[9])) from None
+        rows.index_facts([(row[0], row[3] if row[4] == values.TAG_TEXT else row[5]) for row in pending
+                          if row[7] is None and row[4] in FTS_TAGS])
+
+    def refusal(self) -> FgraphError | None:
+        """Write the pending facts; the error of a row SQLite refused, if one was."""
+        try:
+            self.write_facts()
+        except _RowRefused as refused:
+            return refused.error
+        return None
 
     def resolve(self, sel) -> int:
         if isinstance(sel, str):
@@ -267,6 +306,7 @@ class Restorer:
         self.times.clear()
 
     def finish(self) -> None:
+        self.write_facts()
         self.flush()
         footer = self.footer
         if not FOOTER_KEYS <= set(footer) or not isinstance(footer["sha256"], str):
@@ -343,36 +383,49 @@ def _size_temp_cache(conn, kib: int) -> int | None:
 def _restore(conn, source, *, final_check, on_record) -> dict:
     with write_transaction(conn):
         restorer = Restorer(conn)
-        done = False
-        for number, line in iter_lines(source, max_bytes=MAX_LINE_BYTES):
-            if done:
-                raise _type("a record follows the footer").at_line(number)
-            try:
-                raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
-                if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
-                    raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise not_utf8(number, source, "snapshot") from None
-                done = restorer.record(loads(text), number)
-                footer_line = number
-            except FgraphError as exc:
-                raise exc.at_line(number) from None
-            if on_record is not None:
-                on_record()
-        if restorer.header is None or not done:
-            raise _type("the stream ends without a footer (empty or truncated)")
         try:
-            restorer.finish()
+            return _restore_records(conn, restorer, source, final_check=final_check, on_record=on_record)
+        except FgraphError:
+            # Facts are written in batches: one refused before this error was raised first.
+            refused = restorer.refusal()
+            if refused is not None:
+                raise refused from None
+            raise
+        except _RowRefused as refused:
+            raise refused.error from None
+
+
+def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
+    done = False
+    for number, line in iter_lines(source, max_bytes=MAX_LINE_BYTES):
+        if done:
+            raise _type("a record follows the footer").at_line(number)
+        try:
+            raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+            if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
+                raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise not_utf8(number, source, "snapshot") from None
+            done = restorer.record(loads(text), number)
+            footer_line = number
         except FgraphError as exc:
-            raise exc.at_line(footer_line) from None
-        basis = restorer.cat.latest_tx()
-        conn.execute("DROP TABLE temp.restore_times")
-        checked = final_check(conn)
-        restorer.contradiction(getattr(checked, "problems", ()))
-        report = getattr(checked, "report", checked)
-        if not report["ok"]:
-            raise FormatError(f"the restored database fails doctor: {report['problems']!r}",
-                              "the snapshot is inconsistent; nothing was restored")
+            raise exc.at_line(number) from None
+        if on_record is not None:
+            on_record()
+    if restorer.header is None or not done:
+        raise _type("the stream ends without a footer (empty or truncated)")
+    try:
+        restorer.finish()
+    except FgraphError as exc:
+        raise exc.at_line(footer_line) from None
+    basis = restorer.cat.latest_tx()
+    conn.execute("DROP TABLE temp.restore_times")
+    checked = final_check(conn)
+    restorer.contradiction(getattr(checked, "problems", ()))
+    report = getattr(checked, "report", checked)
+    if not report["ok"]:
+        raise FormatError(f"the restored database fails doctor: {report['problems']!r}",
+                          "the snapshot is inconsistent; nothing was restored")
     return {"basis_tx": basis, "ok": True}
