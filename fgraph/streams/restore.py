@@ -78,8 +78,7 @@ class Restorer:
         self.times: list[tuple] = []  # (tx, at, origin) of receipts not yet in temp.restore_times
         self.line = 0
         self.first_fact: tuple[int, int] | None = None  # (fact id, line) of the first fact record
-        # Fact rows wait here and are written in batches (ids allocated as AUTOINCREMENT would);
-        # nothing reads them before finish(), which writes them first.
+        # Fact rows wait here, ids allocated as AUTOINCREMENT would; nothing reads them before finish().
         self.pending: list[tuple] = []            # (id, e, a, v, t, blob, tx, rx, attribute, line)
         self.pending_bytes = 0
         self.next_fact_id: int | None = None
@@ -252,9 +251,8 @@ class Restorer:
             self.write_facts()
 
     def write_facts(self) -> None:
-        """Write the pending fact rows (with their blobs and full-text rows). A row SQLite refuses
-        (a repeated live fact) is reported at its own record's line, as if it had been written
-        when it was read: callers write pending facts before raising any later error."""
+        """Write the pending fact rows, blobs and full-text rows. A row SQLite refuses (a repeated
+        live fact) is reported at its own line: pending facts are written before any later error."""
         pending, self.pending, self.pending_bytes = self.pending, [], 0
         if not pending:
             return
@@ -271,13 +269,6 @@ class Restorer:
         rows.index_facts([(row[0], row[3] if row[4] == values.TAG_TEXT else row[5]) for row in pending
                           if row[7] is None and row[4] in FTS_TAGS])
 
-    def refusal(self) -> FgraphError | None:
-        """Write the pending facts; the error of a row SQLite refused, if one was."""
-        try:
-            self.write_facts()
-        except _RowRefused as refused:
-            return refused.error
-        return None
 
     def resolve(self, sel) -> int:
         if isinstance(sel, str):
@@ -381,18 +372,16 @@ def _size_temp_cache(conn, kib: int) -> int | None:
 
 
 def _restore(conn, source, *, final_check, on_record) -> dict:
-    with write_transaction(conn):
-        restorer = Restorer(conn)
-        try:
-            return _restore_records(conn, restorer, source, final_check=final_check, on_record=on_record)
-        except FgraphError:
-            # Facts are written in batches: one refused before this error was raised first.
-            refused = restorer.refusal()
-            if refused is not None:
-                raise refused from None
-            raise
-        except _RowRefused as refused:
-            raise refused.error from None
+    try:
+        with write_transaction(conn):
+            restorer = Restorer(conn)
+            try:
+                return _restore_records(conn, restorer, source, final_check=final_check, on_record=on_record)
+            except FgraphError:
+                restorer.write_facts()     # a fact row refused before this error is the one to report
+                raise
+    except _RowRefused as refused:
+        raise refused.error from None
 
 
 def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
