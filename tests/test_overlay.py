@@ -231,22 +231,29 @@ def test_a_gid_taken_twice_in_one_batch_is_refused_like_sqlite_would(tmp_path):
         db.close()
 
 
-def test_memory_is_bounded_by_the_batch(tmp_path, monkeypatch):
-    lines = store_with(tmp_path, "src.db", [{"id": f"e{i}", "p/n": i} for i in range(40)])
+def flushes_of(tmp_path, monkeypatch, lines: list, held, **bounds) -> list:
+    """Apply ``lines`` in bulk under smaller ``bounds``; ``held(overlay)`` at every flush."""
     flushes = []
     original = Overlay.flush
 
     def counting(self):
-        flushes.append(len(self))
+        flushes.append(held(self))
         original(self)
 
     monkeypatch.setattr(Overlay, "flush", counting)
-    monkeypatch.setattr(apply_module, "APPLY_BATCH_ROWS", 10)
+    for name, value in bounds.items():
+        monkeypatch.setattr(apply_module, name, value)
     target = tmp_path / "t.db"
     fgraph.connect(str(target)).close()
     db = fgraph.connect(str(target))
-    assert apply_stream(db._session, iter(lines))["applied"] == 40
+    assert apply_stream(db._session, iter(lines))["applied"] == len(lines)
     db.close()
+    return flushes
+
+
+def test_memory_is_bounded_by_the_batch(tmp_path, monkeypatch):
+    lines = store_with(tmp_path, "src.db", [{"id": f"e{i}", "p/n": i} for i in range(40)])
+    flushes = flushes_of(tmp_path, monkeypatch, lines, len, APPLY_BATCH_ROWS=10)
     assert len(flushes) >= 8 and max(flushes) < 10 + 10   # one event's rows past the bound at most
 
 
@@ -268,19 +275,6 @@ def test_a_unique_value_held_by_a_pending_fact_conflicts(tmp_path, deterministic
 def test_large_values_flush_the_batch_early(tmp_path, monkeypatch):
     """Rows are not the only bound: a stream of large values flushes by bytes held."""
     lines = store_with(tmp_path, "src.db", [{"id": f"e{i}", "p/bio": "x" * 100_000} for i in range(12)])
-    flushes = []
-    original = Overlay.flush
-
-    def counting(self):
-        flushes.append(self.value_bytes)
-        original(self)
-
-    monkeypatch.setattr(Overlay, "flush", counting)
-    monkeypatch.setattr(apply_module, "BATCH_BYTES", 250_000)
-    target = tmp_path / "t.db"
-    fgraph.connect(str(target)).close()
-    db = fgraph.connect(str(target))
-    assert apply_stream(db._session, iter(lines))["applied"] == 12
-    db.close()
+    flushes = flushes_of(tmp_path, monkeypatch, lines, lambda overlay: overlay.value_bytes, BATCH_BYTES=250_000)
     # each event holds its 100,000-byte value twice (the fact's blob and the event's payload)
     assert len(flushes) >= 5 and max(flushes) < 250_000 + 2 * 100_000 + 10_000
