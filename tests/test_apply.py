@@ -293,3 +293,17 @@ def test_counting_and_reporting_applies_write_the_same_rows(stream):
     finally:
         counted.close()
         reported.close()
+
+
+def test_hostile_identifiers_with_a_trailing_newline_are_typed_errors(tmp_path):
+    """An event UUID ending in a newline once crashed apply with an internal error."""
+    source = fgraph.connect(str(tmp_path / "s.db"))
+    source.transact({"id": "x", "p/n": 1})
+    record = source.event_records()[0]
+    source.close()
+    record["event"] += "\n"
+    target = fgraph.connect(str(tmp_path / "t.db"))
+    with pytest.raises(fgraph.ValueTypeError) as caught:
+        target.apply_summary([dumps(record)])
+    target.close()
+    assert caught.value.line == 1

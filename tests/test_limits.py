@@ -33,3 +33,12 @@ def test_no_module_restates_a_limit():
     restating = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                        if p.name != "limits.py" and pattern.search(p.read_text()))
     assert restating == []
+
+
+def test_patterns_do_not_accept_a_trailing_newline():
+    """`$` matches before a final newline; every whole-string pattern of the package ends with \\Z."""
+    import re as _re
+    assert not limits.UUID_RE.match("f4ffaa94-9587-4521-9b9f-8915cc70ae3b\n")
+    loose = sorted(f"{p.relative_to(PACKAGE)}: {m}" for p in PACKAGE.rglob("*.py")
+                   for m in _re.findall(r're\.compile\(r?"[^"]*\$"\)', p.read_text()))
+    assert loose == []

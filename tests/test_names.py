@@ -53,3 +53,10 @@ def test_remembered_names_stay_valid_and_the_memory_is_bounded(monkeypatch):
         check_attribute_name("n9")          # a valid entity name is not thereby a valid attribute name
     with pytest.raises(fgraph.ValueTypeError):
         check_name(["n9"])                  # unhashable input is still refused, not a crash
+
+
+@pytest.mark.parametrize("name", ["a/b\n", "p/name\n"])
+def test_a_trailing_newline_is_not_part_of_a_valid_attribute_name(name):
+    """The published runtime refuses these with SchemaError; `$` once let them through."""
+    with pytest.raises(fgraph.SchemaError):
+        check_attribute_name(name)

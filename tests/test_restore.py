@@ -8,6 +8,7 @@ import random
 import pytest
 
 import fgraph
+from fgraph.core.canonical import dumps
 from fgraph.streams import restore as restore_module
 from tests.corerows import core_rows
 from tests.peerlib import deterministic_env
@@ -169,3 +170,20 @@ def test_batched_fact_rows_match_row_by_row_on_mutated_snapshots(tmp_path, monke
         assert bulk == single, (n, bulk[0], single[0])
         seen.add(bulk[0][1] if bulk[0][0] == "error" else "ok")
     assert "ok" in seen and len(seen) >= 3, seen
+
+
+def test_an_event_hash_with_a_trailing_newline_is_refused(tmp_path):
+    source = fgraph.connect(str(tmp_path / "s.db"))
+    source.transact({"id": "x", "p/n": 1})
+    lines = [line.rstrip("\n") for line in source.iter_snapshot()]
+    source.close()
+    from fgraph.core.canonical import loads as parse
+    from tests.torture.mutations import reseal
+    records = [parse(line) for line in lines]
+    for record in records:
+        if isinstance(record, dict) and "receipt" in record and record["receipt"]["event_data"] is not None:
+            record["receipt"]["event_hash"] += "\n"
+            break
+    data = reseal([dumps(record) for record in records])
+    outcome, _ = _restore_outcome(tmp_path / "t.db", data.encode())
+    assert outcome[:2] == ("error", "TypeError"), outcome

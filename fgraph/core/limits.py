@@ -32,7 +32,7 @@ EVENT_KEYS = frozenset({"asserted", "at", "by", "created", "event", "fgraph", "m
                         "tx_facts"})
 
 # 03 §7 — identifiers: lowercase, hyphenated RFC 4122, version 1–5, variant 10
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 
 
 def is_subsequence(part: list, whole) -> bool:

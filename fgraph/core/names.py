@@ -8,7 +8,7 @@ from fgraph.core.errors import SchemaError, ValueTypeError
 from fgraph.core.genesis import system_names
 from fgraph.core.limits import MAX_NAME_BYTES
 
-ATTRIBUTE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*$")
+ATTRIBUTE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*\Z")
 # Unicode category Cc is exactly C0, DEL and C1; a regex checks it in C.
 CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
 SURROGATE_RE = re.compile("[\ud800-\udfff]")

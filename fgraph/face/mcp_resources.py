@@ -22,9 +22,9 @@ PAGE_FACTS = 100
 PAGE_EVENTS, PAGE_EVENT_BYTES = 100, 196_608
 EVENT_CHUNK = 131_072
 RECEIPT_FACTS = 100
-UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-CANONICAL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-DIGITS = re.compile(r"^[0-9]+$")
+UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+CANONICAL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+DIGITS = re.compile(r"^[0-9]+\Z")
 
 
 def body(data: dict) -> dict:

@@ -15,7 +15,7 @@ from fgraph.core.errors import QueryError
 from fgraph.core.genesis import A_MANY, A_TYPE
 from fgraph.core.values import TAG_REF
 
-NAME = re.compile(r"^[^/\s]+/[^/\s]+$")
+NAME = re.compile(r"^[^/\s]+/[^/\s]+\Z")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from fgraph.core.values import INDIRECT_TAGS, RefWire
 MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
 TIMES_BATCH = 1024
 TEMP_CACHE_KIB = -256
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 RECEIPT_KEYS = frozenset({"at", "created", "event", "event_data", "event_hash", "operation_id", "origin_at",
                           "request_hash"})
 HEADER_KEYS = frozenset({"basis", "created_at", "fgraph", "format"})
