@@ -154,8 +154,8 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
     """Apply every record of ``source`` in one write transaction; returns the summary counts.
 
     Records are planned one by one, each as its own local transaction, and (``bulk``, the
-    default) their rows are written in batches of about ``APPLY_BATCH_ROWS`` through an
-    overlay (``fgraph.core.overlay``); ``bulk=False`` writes each record's rows as it goes.
+    default) their rows are written in batches (``APPLY_BATCH_ROWS`` rows or ``BATCH_BYTES`` of
+    values, whichever comes first) through an overlay (``fgraph.core.overlay``); ``bulk=False`` writes each record's rows as it goes.
     Both give the same rows, byte for byte (tests/test_bulk_apply.py).
 
     With ``dry_run`` every record is applied inside its own savepoint and the whole
