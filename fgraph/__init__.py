@@ -1,4 +1,9 @@
-"""fgraph: an embedded temporal fact database in one SQLite file (format v2)."""
+"""fgraph: an embedded temporal fact database in one SQLite file (format v2).
+
+The error types are imported at once (they are small and every caller needs them); the façade
+(``Db``, ``connect`` …) is imported on first use, so that importing any part of the package —
+the CLI asking for ``--help``, a test importing one module — does not load the whole engine.
+"""
 
 from fgraph.core.errors import (
     Conflict,
@@ -12,22 +17,34 @@ from fgraph.core.errors import (
     Unsupported,
     ValueTypeError,
 )
-
-__version__ = "0.1.0"
-
-__all__ = [
-    "Conflict", "FgraphError", "FormatError", "NotFound", "QueryError", "ReadOnly",
-    "SchemaError", "TooLarge", "Unsupported", "ValueTypeError", "__version__",
-]
-
-from fgraph.db import Db, connect, restore_backup  # noqa: E402
-from fgraph.core.mappings import TxReport  # noqa: E402
-from fgraph.query.results import Result  # noqa: E402
-from fgraph.query.search import SearchResult  # noqa: E402
+from fgraph.version import __version__
 
 # The published runtime's names (spec 11 §3), so code written against it imports unchanged.
 # ``TypeError`` is only an attribute of the package: no module of ours shadows the built-in.
 FGraphError = FgraphError
 globals()["TypeError"] = ValueTypeError
 
-__all__ += ["Db", "FGraphError", "Result", "SearchResult", "TxReport", "connect", "restore_backup"]
+_LAZY = {
+    "Db": "fgraph.db", "connect": "fgraph.db", "restore_backup": "fgraph.db",
+    "TxReport": "fgraph.core.mappings", "Result": "fgraph.query.results", "SearchResult": "fgraph.query.search",
+}
+
+__all__ = [
+    "Conflict", "FgraphError", "FormatError", "NotFound", "QueryError", "ReadOnly",
+    "SchemaError", "TooLarge", "Unsupported", "ValueTypeError", "__version__",
+    "FGraphError", *_LAZY,
+]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fgraph' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -7,13 +7,9 @@ concern (transact, reads, …). A ``Db`` pinned with ``at()`` is a read-only vie
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
-from fgraph.streams import apply as _apply, events as _events
-from fgraph.ops import backup as _backup, doctor as _doctor
 from fgraph.core import connection, reads, txn as _txn
-from fgraph.streams import snapshot as _snapshot
-from fgraph.ops import excise as _excise, undo as _undo
-from fgraph.streams import restore as _restore
 from fgraph.core import transact as _transact
 from fgraph.core.canonical import loads
 from fgraph.core.session import WriteSession
@@ -23,10 +19,17 @@ from fgraph.core.identity import event_factory_from_env, make_clock, read_clock
 from fgraph.core.values import format_instant
 from fgraph.core.declare import declaration, shape_request
 from fgraph.core.transact import UNSET, Request
-from fgraph.core.limits import GENESIS_TX
+from fgraph.core.limits import CONTEXT_BUDGET, CONTEXT_LIMIT, DEFAULT_QUERY_BUDGET, GENESIS_TX
 from fgraph.core.mappings import TxReport
-from fgraph.query import ask as _ask, datoms as _datoms, manifest as _manifest, pull as _pull, schema as _schema
-from fgraph.query import context as _context, search as _search
+
+if TYPE_CHECKING:
+    from fgraph.ops.doctor import Diagnosis
+    from fgraph.query.results import Result
+    from fgraph.query.search import SearchResult
+
+# The wings above core (streams, ops, query) are imported by the methods that use them, so that
+# opening a store to read one entity does not load the doctor, the query engine and the stream
+# writers (benchmarks/startup.py: ``fgraph info`` and ``fgraph get``).
 
 DEFAULT_PATH = "fgraph.db"
 
@@ -46,7 +49,7 @@ class Db:
     """One open database (or a historical view of one): the library façade of spec 11 §3."""
 
     def __init__(self, conn, path: str, *, clock, read_only: bool, event_factory, basis: int | None = None,
-                 query_budget: int = _ask.DEFAULT_BUDGET):
+                 query_budget: int = DEFAULT_QUERY_BUDGET):
         self.connection = conn
         self.query_budget = query_budget
         self.path = path
@@ -92,6 +95,7 @@ class Db:
 
     def undo(self, transaction, *, by=None, source=None, meta=UNSET, operation_id=None, if_basis_tx=None) -> dict:
         """Write the audited inverse of ``transaction`` (spec 07 §3)."""
+        from fgraph.ops import undo as _undo
         self._writable()
         request = _undo.undo_request(transaction, by=by, source=source, meta=meta, operation_id=operation_id,
                                      if_basis_tx=if_basis_tx)
@@ -127,6 +131,7 @@ class Db:
 
     def apply_schema_manifest(self, manifest, *, operation_id=None, if_basis_tx=None) -> dict:
         """Make the declared schema equal ``manifest`` in one transaction (spec 13 §14.4)."""
+        from fgraph.query import manifest as _manifest
         self._writable()
         plan, envelope = _manifest.apply_request(manifest, self.path)
         return self._run(Request([], operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope,
@@ -148,6 +153,7 @@ class Db:
 
     def excise(self, ref, *, operation_id=None, if_basis_tx=None) -> dict:
         """Erase one entity or attribute from the present and from history (spec 07 §2)."""
+        from fgraph.ops import excise as _excise
         self._writable()
         try:
             return TxReport(_excise.excise(self._session, self.path, ref, operation_id=operation_id,
@@ -159,6 +165,7 @@ class Db:
     def iter_events(self, since: int = GENESIS_TX, through: int | None = None):
         """Canonical event lines (without LF), streamed in tx order; ``since`` is a local tx id
         (exclusive, need not be a transaction; for a time use ``resolve_time`` first)."""
+        from fgraph.streams import events as _events
         for _, line in _events.iter_event_lines(self.connection, since, self._through(through)):
             yield line
 
@@ -177,6 +184,7 @@ class Db:
         ``interval`` bounds the wait between two polls; the follower backs off from 5 ms to
         ``min(interval, 50 ms)`` while nothing commits.
         """
+        from fgraph.streams import events as _events
         if self.basis is not None:
             raise Unsupported("cannot follow a historical view", "follow the database itself")
         since_tx = GENESIS_TX if since is None else self.resolve_time(since)
@@ -194,6 +202,7 @@ class Db:
 
     def apply_summary(self, source, *, dry_run: bool = False, on_report=None) -> dict:
         """Apply an event/1 stream in one transaction; returns the summary counts (spec 04 §5)."""
+        from fgraph.streams import apply as _apply
         self._writable()
         return _apply.apply_stream(self._session, source, on_report=on_report, dry_run=dry_run)
 
@@ -206,6 +215,7 @@ class Db:
     # -- snapshots --------------------------------------------------------------
     def iter_snapshot(self):
         """snapshot/1 lines (without LF) at this view's basis, in one read transaction."""
+        from fgraph.streams import snapshot as _snapshot
         return _snapshot.iter_snapshot(self.connection, self.basis)
 
     def snapshot(self, writer=None):
@@ -219,6 +229,8 @@ class Db:
     def restore(self, source, *, details: bool = False) -> dict | None:
         """Restore a snapshot/1 stream into this pristine database (spec 05 §2). Returns None, as the
         published library does; with ``details=True`` ``{"basis_tx", "ok"}`` (what ``fgraph restore`` prints)."""
+        from fgraph.ops import doctor as _doctor
+        from fgraph.streams import restore as _restore
         self._writable()
         try:
             result = _restore.restore(self.connection, source, final_check=_doctor.diagnose)
@@ -248,58 +260,69 @@ class Db:
         return self._reader().entity(ref, depth)
 
     # -- questions (spec 12) ------------------------------------------------------
-    def q(self, query=None, args=None, **clauses) -> _ask.Result:
+    def q(self, query=None, args=None, **clauses) -> Result:
         """Datalog: one query object, or its clauses as keywords (``in`` via ``**{"in": [...]}``)."""
+        from fgraph.query import ask as _ask
         reader = self._reader()
         return _ask.ask(self.connection, reader.basis, query, args, budget=self.query_budget, **clauses)
 
     def explain(self, query, args=None) -> dict:
         """The plan ``q`` would follow: clause order, access paths, warnings; reads no facts."""
+        from fgraph.query import ask as _ask
         return _ask.explain(self.connection, self._reader().basis, query, args, budget=self.query_budget)
 
     def datoms(self, index="eavt", components=(), *, source="current", limit=100, cursor=None) -> dict:
         """One page of an index (eavt, avet, vaet) at this view's basis; pass ``next_cursor`` for the next."""
+        from fgraph.query import datoms as _datoms
         return _datoms.datoms(self._reader(), index, components, source=source, limit=limit, cursor=cursor)
 
     def search(self, text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=None,
-               text_attributes=(), **options) -> _search.SearchResult:
+               text_attributes=(), **options) -> SearchResult:
         """Keyword, vector or hybrid search over the current facts, with ``expand`` levels of
         neighbours (spec 13 §2–§9). Raises Unsupported on a historical view."""
+        from fgraph.query import search as _search
         options.update(text=text, vector=vector, k=k, expand=expand, filters=filters,
                        vector_attribute=vector_attribute, text_attributes=text_attributes)
         return _search.search(self.connection, self._reader, historical=self.basis is not None, budget=self.query_budget,
                               options=options)
 
-    def context(self, since=None, budget: int = _context.DEFAULT_BUDGET, *, limit: int = _context.DEFAULT_LIMIT,
+    def context(self, since=None, budget: int = CONTEXT_BUDGET, *, limit: int = CONTEXT_LIMIT,
                 entity=None, format: str = "markdown") -> dict:
         """The most recent changes after ``since`` (a transaction or time, ``24h`` included) for a
         prompt: newest first, grouped per transaction with who, where and when, at most ``limit``
         items and ``budget`` characters, ending with how to get what was left out."""
+        from fgraph.query import context as _context
         low = None if since is None else self.resolve_time(since)
         return _context.context(self._reader(), low, budget, limit=limit, entity=entity, format=format)
 
     def schema(self, prefix=None, *, include_system: bool = False) -> dict:
         """The schema page at this view's basis: attributes, shapes and their digest (spec 13 §11)."""
+        from fgraph.query import schema as _schema
         return _schema.SchemaReader(self._reader()).page(prefix, include_system)
 
     def attributes(self, prefix=None, *, include_system: bool = False) -> list:
         """Each listed attribute's effective flags, observed types and live fact count (spec 13 §12)."""
+        from fgraph.query import schema as _schema
         return _schema.SchemaReader(self._reader()).attributes(prefix, include_system)
 
     def schema_manifest(self) -> dict:
         """The declared schema as a ``schema/1`` manifest with its digest (spec 13 §14.1)."""
+        from fgraph.query import manifest as _manifest
         return _manifest.export(self._reader())
 
     def check_schema_manifest(self, manifest) -> dict:
         """What applying ``manifest`` would change, without writing (spec 13 §14.3)."""
+        from fgraph.query import manifest as _manifest
         return _manifest.check(self._reader(), manifest)
 
     def validate(self, ref) -> dict:
         """One entity checked against its shape at this view's basis (spec 13 §13.3)."""
+        from fgraph.query import schema as _schema
         return _schema.SchemaReader(self._reader()).validate(ref)
 
     def pull(self, ref, pattern) -> dict:
         """One entity's attributes selected by a pull pattern (spec 12 §7)."""
+        from fgraph.query import pull as _pull
         return _pull.pull_entity(self._reader(), ref, pattern)
 
     def history(self, ref, attr=None) -> list:
@@ -363,8 +386,9 @@ class Db:
         """The 13-key doctor report; ``repair`` rebuilds FTS and drops orphaned blobs (writable only)."""
         return self.diagnose(repair, expect_digest=expect_digest).report
 
-    def diagnose(self, repair: bool = False, *, expect_digest: str | None = None) -> _doctor.Diagnosis:
+    def diagnose(self, repair: bool = False, *, expect_digest: str | None = None) -> Diagnosis:
         """``doctor`` with its problems as records (kind, message, repairable) and a ``describe()`` for people."""
+        from fgraph.ops import doctor as _doctor
         if repair:
             self._writable()
         try:
@@ -376,11 +400,13 @@ class Db:
     def backup(self, path, *, details: bool = False) -> dict | None:
         """A verified physical copy at the new ``path``. Returns None, as the published library does;
         with ``details=True`` the proof ``{"basis_tx", "digest", "path"}`` (what ``fgraph backup`` prints)."""
+        from fgraph.ops import backup as _backup
         proof = _backup.backup(self.connection, self.path, path)
         return proof if details else None
 
     def logical_digest(self) -> str:
         """The snapshot/1 footer sha256 at this view's basis (``fgraph snapshot | tail -1``)."""
+        from fgraph.streams import snapshot as _snapshot
         return _snapshot.logical_digest(self.connection, self.basis)
 
 
@@ -389,5 +415,6 @@ def restore_backup(snapshot, path, *, clock=None, event_factory=None) -> Db:
 
     The first parameter's name is fgraph 1.x's (spec 11 §3), kept so keyword calls work on both.
     """
+    from fgraph.ops import backup as _backup
     _backup.restore_backup(snapshot, path)
     return connect(path, clock=clock, event_factory=event_factory)

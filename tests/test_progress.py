@@ -19,14 +19,14 @@ ENV = {"FGRAPH_CLOCK": "1767225600000000", "FGRAPH_EVENT_SEED": "progress-tests"
        "COLUMNS": "100"}
 
 
-def run(args, *, terminal: bool, cwd: Path) -> tuple[int, bytes, bytes]:
+def run(args, *, terminal: bool, cwd: Path, fgraph: str = FGRAPH, env: dict = ENV) -> tuple[int, bytes, bytes]:
     """Run the CLI with stdout piped and stderr either a pseudo-terminal or a pipe."""
     if not terminal:
-        proc = subprocess.run([FGRAPH, *args], capture_output=True, env=ENV, cwd=cwd, timeout=120)
+        proc = subprocess.run([fgraph, *args], capture_output=True, env=env, cwd=cwd, timeout=120)
         return proc.returncode, proc.stdout, proc.stderr
     master, slave = pty.openpty()
-    proc = subprocess.Popen([FGRAPH, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                            env=ENV, cwd=cwd)
+    proc = subprocess.Popen([fgraph, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+                            env=env, cwd=cwd)
     os.close(slave)
     out = proc.stdout.read()
     proc.stdout.close()

@@ -2,6 +2,6 @@
 the connection policy, the catalog of indexed lookups, planning, constraints, the one
 writer (``transact``), reads and the error types.
 
-May import: the standard library, apsw, orjson, blake3 — and nothing else of fgraph.
+May import: the standard library, apsw and orjson — and nothing else of fgraph.
 Everything above (streams, ops, query, db, face) builds on this wing.
 """

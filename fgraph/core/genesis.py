@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import pkgutil
 import json
 
 import apsw
@@ -23,7 +23,7 @@ SYSTEM_MAX = 18
 
 @functools.cache
 def system_identities() -> tuple[dict, ...]:
-    raw = importlib.resources.files("fgraph.schema").joinpath("system-identities.json").read_text("utf-8")
+    raw = pkgutil.get_data("fgraph.schema", "system-identities.json").decode("utf-8")
     return tuple(json.loads(raw)["identities"])
 
 

@@ -1,6 +1,7 @@
 """The format-v2 layout: the normative DDL, classifying a file, genesis under a write lock.
 
-The DDL text lives in ``schema/format-v2.sql`` (shipped as package data). A file
+The DDL text lives in ``fgraph/schema/format-v2.sql`` (package data; ``schema/`` at the top of the
+repository links to it). A file
 is ours only when its markers say so and its 15 objects match that DDL after
 whitespace-run collapsing and lowercasing (spec 01 §4).
 """
@@ -8,7 +9,7 @@ whitespace-run collapsing and lowercasing (spec 01 §4).
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import pkgutil
 import re
 
 import apsw
@@ -37,7 +38,7 @@ FOREIGN = "foreign"
 @functools.cache
 def ddl_text() -> str:
     """The normative DDL, comments stripped, as executed at genesis."""
-    text = importlib.resources.files("fgraph.schema").joinpath("format-v2.sql").read_text("utf-8")
+    text = pkgutil.get_data("fgraph.schema", "format-v2.sql").decode("utf-8")
     return "\n".join(line for line in text.splitlines() if not line.startswith("--")) + "\n"
 
 

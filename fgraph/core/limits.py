@@ -31,6 +31,11 @@ BATCH_BYTES = 8 * 1048576      # either flushes past this many bytes of pending 
 EVENT_KEYS = frozenset({"asserted", "at", "by", "created", "event", "fgraph", "meta", "retracted", "source",
                         "tx_facts"})
 
+# 12 — questions
+DEFAULT_QUERY_BUDGET = 100_000       # work units of one query (--query-budget, FGRAPH_QUERY_BUDGET)
+CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET = 3000, 100_000, 100   # characters of `context`
+CONTEXT_LIMIT, CONTEXT_MAX_LIMIT = 10, 10_000                                # items of `context`
+
 # 03 §7 — identifiers: lowercase, hyphenated RFC 4122, version 1–5, variant 10
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 

@@ -41,8 +41,7 @@ from fgraph.core.canonical import dumps
 from fgraph.core.errors import FgraphError
 from fgraph.core.sqlite_errors import translate
 from fgraph.core.limits import GENESIS_TX
-from fgraph.db import connect
-from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
+from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
                                   _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
                                   provenance_options)

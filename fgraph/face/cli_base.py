@@ -14,12 +14,12 @@ import sys
 import click
 
 from fgraph.core.canonical import dumps, loads
-from fgraph.db import connect
 from fgraph.core.errors import FgraphError
 from fgraph.face.paths import resolve_db_path
 from fgraph.core.mappings import plain
 from fgraph.core.timespec import duration_us
 from fgraph.core.values import parse_instant
+from fgraph.version import __version__
 
 RO, RW = "ro", "rw"
 DEFAULT_QUERY_BUDGET = 100000
@@ -28,6 +28,13 @@ _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 
 # ----------------------------------------------------------------- plumbing
+
+def connect(path, **options):
+    """``fgraph.connect``, imported when a command first opens a database: ``--help``, ``--version``
+    and usage errors never load the engine (benchmarks/startup.py)."""
+    from fgraph.db import connect as open_database
+    return open_database(path, **options)
+
 
 class _Escaped(Exception):
     """Carries a broken pipe or Ctrl-C past click, which would turn them into exit 1 / "Aborted!"."""
@@ -185,6 +192,7 @@ def _show_completion(ctx: click.Context, param, shell):
 
 
 @click.group(cls=_Group, context_settings={"max_content_width": 100})
+@click.version_option(__version__, "--version", message="%(version)s", help="Print the version and exit.")
 @click.option("--show-completion", type=click.Choice(["bash", "zsh", "fish"]), expose_value=False, is_eager=True,
               callback=_show_completion, metavar="SHELL",
               help="Print the completion script for bash, zsh or fish, e.g. "

@@ -12,9 +12,8 @@ import os
 import click
 
 from fgraph.core.errors import Unsupported
-from fgraph.db import connect
 from fgraph.core.canonical import dumps
-from fgraph.face.cli_base import _DB, _JSON, _write_line, cli, common_options
+from fgraph.face.cli_base import _DB, _JSON, _write_line, cli, common_options, connect
 from fgraph.face.paths import resolve_db_path
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 
 import click
 
@@ -37,6 +36,7 @@ class _Stop:
 
     @contextlib.contextmanager
     def installed(self):
+        import signal  # only sync installs handlers; other commands start without the module
         previous = {}
         try:
             for signum in (signal.SIGINT, signal.SIGTERM):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import tempfile
 from collections.abc import Iterator
 from typing import IO
 
@@ -142,6 +141,7 @@ def _stdin_source(stdin: IO | None) -> Iterator[DataSource]:
     if binary is None:  # a text stream without bytes underneath (tests, embedding)
         yield DataSource("stdin", stdin.read())
         return
+    import tempfile  # only stdin is spooled; every other CLI start is spared the import
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, prefix="fgraph-add-") as spool:
         while chunk := binary.read(READ_CHUNK):
             spool.write(chunk)

@@ -29,7 +29,6 @@ import time
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
-from fgraph.db import connect
 
 CURSOR_SUFFIX = ".sync.json"
 LOCK_SUFFIX = ".sync.lock"
@@ -281,6 +280,7 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
         raise ValueTypeError(f"batch_size={batch_size!r} is invalid", "pass a positive number of events")
     check_paths(sources, target)
     stop = stop or (lambda: False)
+    from fgraph.db import connect  # here, not at the top: `fgraph --help` imports this module
     with contextlib.ExitStack() as stack:
         opened = []
         for path in sources:   # every source first: a missing one must not leave a new empty target

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import QueryError
+from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.core.txn import read_transaction
 from fgraph.query import planner, predicates, syntax
 from fgraph.query.engine import Engine
@@ -22,7 +23,7 @@ from fgraph.query.shaping import shape
 __all__ = ["DEFAULT_BUDGET", "Result", "ask", "explain"]
 from fgraph.query.terms import NO_MATCH, Terms
 
-DEFAULT_BUDGET = 100_000
+DEFAULT_BUDGET = DEFAULT_QUERY_BUDGET
 
 
 def visibility(basis: int, latest: int, alias: str = "") -> str:

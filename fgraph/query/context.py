@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import ValueTypeError
-from fgraph.core.limits import GENESIS_TX
+from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET, CONTEXT_MAX_LIMIT,
+                                CONTEXT_MIN_BUDGET, GENESIS_TX)
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import format_instant
 
-DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET = 3000, 100_000, 100
-DEFAULT_LIMIT, MAX_LIMIT = 10, 10_000
+DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET = CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET
+DEFAULT_LIMIT, MAX_LIMIT = CONTEXT_LIMIT, CONTEXT_MAX_LIMIT
 FORMATS = ("markdown", "json")
 ELLIPSIS = "…"
 _MORE_KEY = ',"more":""'
