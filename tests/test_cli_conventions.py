@@ -35,6 +35,19 @@ def test_the_command_list_fits_80_columns_without_cuts():
     assert set(cli_help.SUMMARIES) == set(cli.commands)  # no summary for a command that does not exist
 
 
+def test_each_command_is_loaded_from_the_module_the_group_names():
+    """The group loads a command's module only when the command is asked for (issue 26 item 3):
+    its table of homes must name the module that really defines each command."""
+    import inspect
+
+    from fgraph.face import cli_base
+    homes = {name: inspect.getmodule(command.callback).__name__ for name, command in cli.commands.items()}
+    assert homes == {name: cli_base.COMMAND_HOMES.get(name, cli_base.MAIN_MODULE) for name in homes}
+    for name in homes:  # a fresh interpreter finds every command by its name alone
+        probe = f"from fgraph.face.cli_base import cli; import sys; sys.exit(cli.get_command(None, {name!r}) is None)"
+        assert subprocess.run([sys.executable, "-c", probe]).returncode == 0, name
+
+
 @pytest.mark.parametrize("name", sorted(cli.commands))
 def test_every_help_exits_0_with_an_example_that_parses(name):
     result = CliRunner().invoke(cli, [name, "--help"], terminal_width=80)

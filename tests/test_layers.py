@@ -4,6 +4,7 @@ module over about 400 lines says in its docstring why (docs/architecture.md)."""
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
 import re
 import subprocess
@@ -55,6 +56,41 @@ def test_cli_start_up_leaves_heavy_libraries_for_the_commands_that_need_them():
              " if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.split() == []
+
+
+def _modules_loaded_by(argv: list[str], cwd) -> set[str]:
+    """The fgraph modules (and the heavy libraries) that one CLI call imports, by running it."""
+    probe = ("import sys, json\n"
+             "from fgraph.face.cli import run\n"
+             "code = run(json.loads(sys.argv[1]))\n"
+             "sys.stderr.write('\\n' + json.dumps(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", probe, json.dumps(argv)], capture_output=True, text=True, cwd=cwd,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stderr.rsplit("\n", 1)[1]))
+
+
+STARTUP_NEVER = ("numpy", "mcp", "datasette", "anyio", "pydantic", "uvicorn", "rich", "tempfile",
+                 "importlib.resources")
+
+
+def test_help_and_version_load_no_engine(tmp_path):
+    """benchmarks/startup.py: `fgraph --help` within 1.5x of a bare interpreter importing apsw, orjson
+    and click. Help and usage errors load the commands, not the façade nor any wing above core."""
+    for argv in (["--help"], ["--version"], ["q", "--help"]):
+        loaded = _modules_loaded_by(argv, tmp_path)
+        assert {m for m in loaded if m.startswith(("fgraph.db", "fgraph.ops", "fgraph.streams", "fgraph.query"))} \
+            == set(), argv
+        assert {m for m in STARTUP_NEVER if m in loaded} == set(), argv
+
+
+def test_reading_an_entity_loads_no_query_stream_or_ops_wing(tmp_path):
+    """`fgraph info` and `fgraph get` open the store and read through core alone."""
+    fgraph.connect(str(tmp_path / "s.db")).close()
+    for argv in (["--db", "s.db", "info"], ["--db", "s.db", "get", "nobody"]):
+        loaded = _modules_loaded_by(argv, tmp_path)
+        assert {m for m in loaded if m.startswith(("fgraph.ops", "fgraph.streams", "fgraph.query"))} == set(), argv
+        assert {m for m in STARTUP_NEVER if m in loaded} == set(), argv
 
 
 def test_vector_search_still_loads_numpy_when_it_needs_it(tmp_path):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-import urllib.parse
 
 import apsw
 
@@ -72,9 +71,12 @@ def set_query_only(conn: apsw.Connection, read_only: bool) -> None:
     conn.execute(f"PRAGMA query_only = {1 if read_only else 0}")
 
 
-def _uri(path: str, *params: str) -> str:
+def read_only_uri(path: str) -> str:
+    """The URI of the read-only open rule: ``mode=ro``, plus ``immutable=1`` where
+    ``_needs_immutable`` says so (fgraph's own rare immutable open, and the browser's sqlite3)."""
+    import urllib.parse  # only URI opens need it; at the top it costs every start 3 ms
     quoted = urllib.parse.quote(os.path.abspath(path), safe="/")
-    return f"file:{quoted}?" + "&".join(params)
+    return f"file:{quoted}?mode=ro" + ("&immutable=1" if _needs_immutable(path) else "")
 
 
 def _needs_immutable(path: str) -> bool:
@@ -86,16 +88,13 @@ def _needs_immutable(path: str) -> bool:
 
 
 def _connect_raw(path: str, read_only: bool) -> apsw.Connection:
+    # A plain file name, not a URI: the name is taken literally ("?" and "#" included), and the
+    # open flags say read-only or read-write-create.
     if read_only:
-        params = ["mode=ro"]
         if _needs_immutable(path):
-            params.append("immutable=1")
-        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-        return apsw.Connection(_uri(path, *params), flags=flags)
-    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
-    if path == MEMORY:
-        return apsw.Connection(MEMORY, flags=flags)
-    return apsw.Connection(_uri(path, "mode=rwc"), flags=flags)
+            return apsw.Connection(read_only_uri(path), flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
 
 
 def check_path(path: object) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import pkgutil
 import json
 
 import apsw
 
+from fgraph import schema
 from fgraph.core.canonical import dumps
 from fgraph.core.identity import GENESIS_EVENT, uuid_to_gid
 from fgraph.core.limits import FIRST_APP_ID, GENESIS_TX  # noqa: F401 (re-exported)
@@ -23,7 +23,7 @@ SYSTEM_MAX = 18
 
 @functools.cache
 def system_identities() -> tuple[dict, ...]:
-    raw = pkgutil.get_data("fgraph.schema", "system-identities.json").decode("utf-8")
+    raw = schema.read_text("system-identities.json")
     return tuple(json.loads(raw)["identities"])
 
 

@@ -7,13 +7,13 @@ each other's bytes (spec 03 §7–§8).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import time
 import uuid
 from typing import Callable
 
+from fgraph.core.hashing import sha1, sha256
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, UUID_RE  # noqa: F401 (GENESIS_TX re-exported)
 
@@ -85,7 +85,7 @@ def transaction_time(clock_reading: int, latest_at: int | None) -> int:
 
 
 def seeded_event_uuid(seed: str, tx_id: int) -> str:
-    digest = hashlib.sha256(f"fgraph-event/1\x00{seed}\x00{tx_id}".encode("utf-8")).digest()
+    digest = sha256(f"fgraph-event/1\x00{seed}\x00{tx_id}".encode("utf-8")).digest()
     raw = bytearray(digest[:16])
     raw[6] = (raw[6] & 0x0F) | 0x40
     raw[8] = (raw[8] & 0x3F) | 0x80
@@ -114,7 +114,7 @@ def check_event_uuid(text: object, what: str = "event UUID") -> str:
 def anonymous_eid(event_uuid: str, ordinal: int) -> bytes:
     """gid of the ordinal-th identity allocated by an event (uuid5 over the ordinal bytes)."""
     namespace = uuid.UUID(event_uuid).bytes
-    digest = hashlib.sha1(namespace + ordinal.to_bytes(8, "big")).digest()
+    digest = sha1(namespace + ordinal.to_bytes(8, "big")).digest()
     raw = bytearray(digest[:16])
     raw[6] = (raw[6] & 0x0F) | 0x50
     raw[8] = (raw[8] & 0x3F) | 0x80

@@ -9,11 +9,11 @@ whitespace-run collapsing and lowercasing (spec 01 §4).
 from __future__ import annotations
 
 import functools
-import pkgutil
 import re
 
 import apsw
 
+from fgraph import schema
 from fgraph.core.errors import FormatError
 from fgraph.core.limits import APPLICATION_ID, USER_VERSION
 
@@ -38,7 +38,7 @@ FOREIGN = "foreign"
 @functools.cache
 def ddl_text() -> str:
     """The normative DDL, comments stripped, as executed at genesis."""
-    text = pkgutil.get_data("fgraph.schema", "format-v2.sql").decode("utf-8")
+    text = schema.read_text("format-v2.sql")
     return "\n".join(line for line in text.splitlines() if not line.startswith("--")) + "\n"
 
 

@@ -10,11 +10,11 @@ written two ways.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 import apsw
 
+from fgraph.core.hashing import sha256
 from fgraph.core.values import INDIRECT_TAGS, TAG_LONG_TEXT, TAG_TEXT
 
 FTS_TAGS = (TAG_TEXT, TAG_LONG_TEXT)
@@ -26,7 +26,7 @@ _FREE_BLOB = ("DELETE FROM fgraph_blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 
 
 def event_hash(text: str) -> bytes:
     """SHA-256 of an event payload's UTF-8 bytes (04 §1)."""
-    return hashlib.sha256(text.encode("utf-8")).digest()
+    return sha256(text.encode("utf-8")).digest()
 
 
 class Rows:

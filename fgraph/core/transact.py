@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import unicodedata
 from typing import NamedTuple
 
 import apsw
 
+from fgraph.core.hashing import sha256
 from fgraph.core import values
 from fgraph.core.canonical import dumps
 from fgraph.core.catalog import Catalog
@@ -112,7 +112,7 @@ class Request:
             return None
         envelope = self.hash_envelope if self.hash_envelope is not None else \
             {"data": self.data, "options": self.options()}
-        return hashlib.sha256(dumps(envelope).encode("utf-8")).digest()
+        return sha256(dumps(envelope).encode("utf-8")).digest()
 
     def has_metadata(self) -> bool:
         return self.by is not None or self.source is not None or self.meta is not UNSET
@@ -290,7 +290,7 @@ class Commit:
         if len(encoded) > MAX_EVENT_BYTES:
             raise TooLarge(f"the transaction's event is {len(encoded)} bytes, over the {MAX_EVENT_BYTES}-byte cap",
                            "split the write into smaller transactions")
-        self.rows.event(tx.id, text, hashlib.sha256(encoded).digest(), request.operation_id, req_hash)
+        self.rows.event(tx.id, text, sha256(encoded).digest(), request.operation_id, req_hash)
         self.rows.next_id(tx.id + 1)
         ids = {i.key: i.id for i in delta.new if i.kind == "name" and "/" not in i.key}
         ids.update({i.key: i.id for i in delta.new if i.kind == "tmp"})

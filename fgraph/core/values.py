@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import math
 import re
 import struct
@@ -22,6 +21,7 @@ from array import array
 from datetime import date
 from typing import Callable, NamedTuple
 
+from fgraph.core.hashing import sha256
 from .canonical import INT64_MAX, INT64_MIN, _int_text, short_repr, MAX_JSON_VALUE_DEPTH, dumps_bytes, exceeds_depth, loads
 from .errors import FormatError, TooLarge, ValueTypeError
 from fgraph.core.limits import INSTANT_MAX, INSTANT_MIN, MAX_VALUE_BYTES
@@ -89,7 +89,7 @@ def is_entity_map(raw) -> bool:
 
 def indirect_key(t: int, payload: bytes) -> bytes:
     """SHA-256(bytes([t]) ‖ payload): the 32-byte fgraph_blobs.hash (02 §2)."""
-    h = hashlib.sha256(bytes((t,)))
+    h = sha256(bytes((t,)))
     h.update(payload)
     return h.digest()
 

@@ -34,7 +34,6 @@ import sys
 import click
 
 import fgraph
-from fgraph.face import cli_browse, cli_help, cli_import, cli_questions, cli_sync
 from fgraph.face import ingest
 from fgraph.face.data_source import open_data
 from fgraph.core.canonical import dumps
@@ -49,8 +48,6 @@ from fgraph.face.paths import resolve_db_path
 from fgraph.face.progress import beside, counted, progress, reading
 
 AT_HELP = "Read as of a transaction id, µs instant, RFC 3339 time or duration before now (90m, 24h, 7d)."
-QUESTIONS = cli_questions  # its commands register themselves on ``cli`` when it is imported
-BRIDGES = (cli_browse, cli_import, cli_sync)  # likewise: browse (Datasette), import, sync (fan-in)
 
 # ----------------------------------------------------------------- commands
 
@@ -352,9 +349,6 @@ def mcp(ctx, write, embed_cmd):
 def version():
     """Print the version of this runtime."""
     _write_line(fgraph.__version__)
-
-
-cli_help.apply_conventions(cli)  # after every command above and in the imported modules registered
 
 
 # ----------------------------------------------------------------- outcomes

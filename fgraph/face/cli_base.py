@@ -7,6 +7,7 @@ result. The commands live in ``fgraph.face.cli`` (writes, reads, streams, operat
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -18,7 +19,6 @@ from fgraph.core.errors import FgraphError
 from fgraph.face.paths import resolve_db_path
 from fgraph.core.mappings import plain
 from fgraph.core.timespec import duration_us
-from fgraph.core.values import parse_instant
 from fgraph.version import __version__
 
 RO, RW = "ro", "rw"
@@ -44,10 +44,68 @@ class _Escaped(Exception):
         self.original = original
 
 
+# Where the commands that fgraph.face.cli does not define itself are defined. A call loads the
+# module of its own command only, and ``--help`` lists the summaries of fgraph.face.cli_help
+# without loading any (benchmarks/startup.py); tests/test_cli_conventions.py checks this table
+# against what the modules register.
+COMMAND_HOMES = {
+    **dict.fromkeys(("context", "datoms", "explain", "q", "schema", "schema-apply", "schema-check", "schema-export",
+                     "search", "shape", "validate"), "fgraph.face.cli_questions"),
+    "import": "fgraph.face.cli_import",
+    "sync": "fgraph.face.cli_sync",
+    "browse": "fgraph.face.cli_browse",
+}
+MAIN_MODULE = "fgraph.face.cli"
+
+
 class _Group(click.Group):
+    """The click group that maps every typed error to its message and exit code in one place, and
+    loads each command's module when the command is first asked for.
 
+    ``commands`` seen from outside (the reference generator, tests) is every command, all modules
+    loaded; click's own lookups go through ``get_command``, which loads one."""
 
-    """The click group that maps every typed error to its message and exit code in one place."""
+    def __init__(self, *args, **kwargs):
+        self._registered: dict[str, click.Command] = {}
+        super().__init__(*args, **kwargs)
+
+    @property
+    def commands(self) -> dict[str, click.Command]:
+        for module in {MAIN_MODULE, *COMMAND_HOMES.values()}:
+            importlib.import_module(module)
+        for name in list(self._registered):
+            self._conventional(name)
+        return self._registered
+
+    @commands.setter
+    def commands(self, value) -> None:
+        self._registered = dict(value or {})
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        self._registered[name or cmd.name] = cmd
+
+    def list_commands(self, ctx) -> list[str]:
+        from fgraph.face.cli_help import SUMMARIES
+        return sorted(SUMMARIES)
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self._registered:
+            importlib.import_module(COMMAND_HOMES.get(cmd_name, MAIN_MODULE))
+        return self._conventional(cmd_name)
+
+    def _conventional(self, name: str):
+        command = self._registered.get(name)
+        if command is not None:
+            from fgraph.face.cli_help import apply_conventions
+            apply_conventions(name, command)
+        return command
+
+    def format_commands(self, ctx, formatter) -> None:
+        """The command list from the summaries, so that ``fgraph --help`` imports no command module."""
+        from fgraph.face.cli_help import SUMMARIES
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SUMMARIES[name]) for name in self.list_commands(ctx)])
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -171,6 +229,7 @@ class _WhenParam(_TimeParam):
     def convert(self, value, param, ctx):
         value = super().convert(value, param, ctx)
         if isinstance(value, str) and duration_us(value) is None:
+            from fgraph.core.values import parse_instant  # the value codecs load hashlib: not for --help
             try:
                 parse_instant(value)
             except FgraphError:
@@ -180,6 +239,14 @@ class _WhenParam(_TimeParam):
 
 
 # ----------------------------------------------------------------- commands
+
+def _show_version(ctx: click.Context, param, wanted: bool):
+    """``fgraph --version``: what ``fgraph version`` prints (click's own version option would also
+    load the locale machinery on every start)."""
+    if wanted and not ctx.resilient_parsing:
+        _write_line(__version__)
+        ctx.exit(0)
+
 
 def _show_completion(ctx: click.Context, param, shell):
     """Print the completion script of ``shell`` (click's own) and stop."""
@@ -192,7 +259,8 @@ def _show_completion(ctx: click.Context, param, shell):
 
 
 @click.group(cls=_Group, context_settings={"max_content_width": 100})
-@click.version_option(__version__, "--version", message="%(version)s", help="Print the version and exit.")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Print the version and exit.")
 @click.option("--show-completion", type=click.Choice(["bash", "zsh", "fish"]), expose_value=False, is_eager=True,
               callback=_show_completion, metavar="SHELL",
               help="Print the completion script for bash, zsh or fish, e.g. "

@@ -3,7 +3,7 @@ list fits an 80-column terminal without "…" (click cuts a summary longer than 
 beside the longest command name), every ``--help`` shows how to call the command, and
 ``docs/cli.md``'s generated reference (``python -m fgraph.face.cli_reference``) says the same.
 
-``apply_conventions(cli)`` runs once, after every command has registered itself.
+``apply_conventions`` is applied by the ``cli`` group to each command as it hands it out.
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ EXAMPLES = {
 }
 
 
-def apply_conventions(group: click.Group) -> None:
-    """Give every command its summary, and an example when its own help has none."""
-    for name, command in group.commands.items():
-        command.short_help = SUMMARIES[name]
-        if "Example" not in (command.help or "") and name in EXAMPLES:
-            command.epilog = f"\b\nExample: {EXAMPLES[name]}"
+def apply_conventions(name: str, command: click.Command) -> None:
+    """Give a command its summary, and an example when its own help has none (the group calls
+    this as it hands a command out)."""
+    command.short_help = SUMMARIES[name]
+    if "Example" not in (command.help or "") and name in EXAMPLES:
+        command.epilog = f"\b\nExample: {EXAMPLES[name]}"

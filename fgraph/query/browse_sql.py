@@ -13,11 +13,10 @@ The column names are part of the contract with the renderer: ``value`` is render
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import uuid
 
-from fgraph.core.connection import _needs_immutable, _uri  # the one statement of the read-only open rule
+from fgraph.core.connection import read_only_uri  # the one statement of the read-only open rule
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.limits import FIRST_APP_ID, GENESIS_TX
 
@@ -131,8 +130,7 @@ def connect_read_only(path: str) -> sqlite3.Connection:
     directory without sidecars, where no writer can exist). ``query_only`` refuses writes
     even on a connection Datasette asks for as its "write" connection.
     """
-    params = ["mode=ro", "immutable=1"] if _needs_immutable(path) else ["mode=ro"]
-    conn = sqlite3.connect(_uri(os.path.abspath(path), *params), uri=True, check_same_thread=False)
+    conn = sqlite3.connect(read_only_uri(path), uri=True, check_same_thread=False)
     conn.create_function("fgraph_uuid_bytes", 1, _uuid_bytes, deterministic=True)
     conn.execute("PRAGMA query_only = ON")
     conn.execute("PRAGMA trusted_schema = OFF")
