@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from fgraph.core.errors import FormatError, TooLarge, ValueTypeError
+from fgraph.core.errors import FormatError, TooLarge
 from fgraph.face import data_source
 from fgraph.face.data_source import DataSource, open_data, read_bounded_text, text_lines
 
@@ -44,13 +44,16 @@ def test_a_line_over_the_cap_is_refused_before_it_is_decoded(tmp_path, monkeypat
         source.whole_text()
 
 
-def test_utf8_errors_name_the_file_or_the_stdin_byte(tmp_path):
+def test_a_file_must_be_utf8_but_stdin_keeps_undecodable_bytes_as_surrogates(tmp_path):
     path = tmp_path / "latin1"
     path.write_bytes("café\n".encode("latin-1"))
     with open_data(f"@{path}", None) as source, pytest.raises(FormatError, match="byte 3"):
         source.whole_text()
-    with open_data("-", BinaryStdin("café\n".encode("latin-1"))) as source, pytest.raises(ValueTypeError):
+    with open_data(f"@{path}", None) as source, pytest.raises(FormatError, match="byte 3"):
         list(source.lines())
+    with open_data("-", BinaryStdin("café\nx\n".encode("latin-1"))) as source:
+        assert list(source.lines()) == [(1, "caf\udce9"), (2, "x")]
+        assert source.whole_text() == "caf\udce9\nx\n"
 
 
 def test_missing_and_empty_file_names_are_format_errors(tmp_path):

@@ -81,9 +81,11 @@ def test_dash_reads_a_plain_text_stream():
     assert ingest.read_data_argument("-", io.StringIO("{}")) == "{}"
 
 
-def test_non_utf8_stdin_is_type_error_like_the_published_runtime():
-    with pytest.raises(ValueTypeError, match="UTF-8"):
-        ingest.read_data_argument("-", BinaryStdin(b"\xff{}"))
+def test_undecodable_stdin_bytes_become_lone_surrogates_like_the_published_runtime():
+    # issue 27: the line still parses; the record holding the byte is refused when planned
+    assert ingest.read_data_argument("-", BinaryStdin(b'\xff{"a/b":"x\xc3"}')) == '\udcff{"a/b":"x\udcc3"}'
+    with pytest.raises(ValueTypeError, match="JSON"):
+        ingest.parse_records(ingest.read_data_argument("-", BinaryStdin(b"\xff{}")))
 
 
 def test_missing_stdin_is_format_error():

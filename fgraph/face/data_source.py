@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import IO
 
-from fgraph.core.errors import FormatError, TooLarge, ValueTypeError
+from fgraph.core.errors import FormatError, TooLarge
 from fgraph.core.limits import MAX_EVENT_BYTES
 
 # A JSON escape can take 3 input bytes per output byte (\u00e9 for é), so the largest
@@ -31,6 +31,11 @@ class DataSource:
         self.origin = origin            # "inline", "stdin" or the file path
         self._text = text
         self._handle = handle
+        # Stdin is decoded as the published runtime decodes it: an undecodable byte becomes a lone
+        # surrogate (U+DC80..U+DCFF), so the line still parses and the record holding it is refused
+        # when it is planned, after the lines before it committed (docs/format.md, "Stdin").
+        # A file given as @path must be UTF-8 as a whole.
+        self._errors = "surrogateescape" if origin == "stdin" else "strict"
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """(line number, stripped text) of each non-blank LF-separated line, from the start; a line
@@ -48,7 +53,7 @@ class DataSource:
                 raise TooLarge(f"add input line {number} is over {MAX_DOCUMENT_INPUT_BYTES} bytes",
                                "a record must fit in one event (8 MiB); split large values into smaller facts")
             try:
-                line = raw.decode("utf-8").strip()
+                line = raw.decode("utf-8", self._errors).strip()
             except UnicodeDecodeError as exc:
                 raise _not_utf8(self.origin, offset + exc.start) from None
             offset += len(raw)
@@ -60,7 +65,7 @@ class DataSource:
         if self._text is not None:
             return self._text
         self._handle.seek(0)
-        decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        decoder = codecs.getincrementaldecoder("utf-8")(self._errors)
         parts, offset = [], 0
         while chunk := self._handle.read(READ_CHUNK):
             offset += len(chunk)
@@ -94,8 +99,6 @@ def text_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _not_utf8(origin: str, byte: int) -> Exception:
-    if origin == "stdin":  # the published runtime reports undecodable stdin as a JSON error
-        return ValueTypeError(f"add input on stdin is not valid UTF-8 (byte {byte})", "send UTF-8 JSON or NDJSON on stdin")
     return FormatError(f"input file {origin!r} is not valid UTF-8 (byte {byte})", "save the file as UTF-8")
 
 

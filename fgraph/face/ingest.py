@@ -16,6 +16,7 @@ into text.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import IO
 
@@ -88,11 +89,15 @@ class AddJob:
         self.batch_size, self.if_basis_tx = batch_size, if_basis_tx
 
     def iter_records(self) -> Iterator:
+        for _, record in self._numbered_records():
+            yield record
+
+    def _numbered_records(self) -> Iterator[tuple[int, object]]:
+        """(item number, record); a streamed job parses each line as it is reached."""
         if self.records is not None:
-            yield from self.records
-            return
-        for _, line in self.source.lines():
-            yield loads(line)
+            yield from enumerate(self.records, 1)
+        else:
+            yield from enumerate((record for _, record in _parsed_lines(self.source)), 1)
 
     def run(self, db):
         if self.batch_size is not None:
@@ -103,38 +108,39 @@ class AddJob:
         return [db.transact(record, **self.provenance) for record in self.iter_records()]
 
     def iter_batches(self) -> Iterator[list]:
-        batch: list = []
-        for record in self.iter_records():
-            batch.append(record)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        items = self._numbered_records()
+        while batch := list(itertools.islice(items, self.batch_size)):
+            yield [record for _, record in batch]
 
     def batches(self) -> list[list]:
         return list(self.iter_batches())
 
     def _run_batches(self, db) -> dict:
-        batch_count = -(-self.count // self.batch_size)
-        if batch_count > 1 and self.operation_id is not None:
-            raise ValueTypeError("--operation-id cannot span multiple batches",
-                                 "use --operation-id-prefix for idempotent batch operation ids")
-        if batch_count > 1 and self.if_basis_tx is not None:
-            raise ValueTypeError("--if-basis-tx cannot span multiple batches",
-                                 "use --operation-id-prefix for idempotent batch operation ids")
-        if self.records is not None:
-            _check_batch_items(self.records)
+        """Batches are read, checked and written one after another, as the published runtime does:
+        a bad line (JSON, or an array that is not an operation) stops the run at its batch and the
+        batches before it stay committed. An option that guards one batch only (``--operation-id``,
+        ``--if-basis-tx``) is refused, with nothing written, as soon as a record after the first
+        batch is seen — read before the first batch is written."""
+        guarded = self.operation_id is not None or self.if_basis_tx is not None
+        items = self._numbered_records()
         counts = {"already_applied": 0, "applied": 0, "noop": 0}
-        last_tx = None
-        for k, batch in enumerate(self.iter_batches()):
+        last_tx, batch_count, item_count = None, 0, 0
+        while batch := list(itertools.islice(items, self.batch_size)):
+            if batch_count == 0 and guarded and next(items, None) is not None:
+                option = "--operation-id" if self.operation_id is not None else "--if-basis-tx"
+                raise ValueTypeError(f"{option} cannot span multiple batches",
+                                     "use --operation-id-prefix for idempotent batch operation ids")
+            _check_batch_items((record for _, record in batch), batch[0][0])
             operation_id = self.operation_id
             if self.operation_id_prefix is not None:
-                operation_id = f"{self.operation_id_prefix}:{k:08d}"
-            report = db.transact(batch, operation_id=operation_id, if_basis_tx=self.if_basis_tx, **self.provenance)
+                operation_id = f"{self.operation_id_prefix}:{batch_count:08d}"
+            report = db.transact([record for _, record in batch], operation_id=operation_id,
+                                 if_basis_tx=self.if_basis_tx, **self.provenance)
             counts[report["status"]] += 1
             last_tx = report["tx"]
-        return {**counts, "basis_tx": db.latest_tx(), "batches": batch_count, "items": self.count, "tx": last_tx}
+            batch_count += 1
+            item_count += len(batch)
+        return {**counts, "basis_tx": db.latest_tx(), "batches": batch_count, "items": item_count, "tx": last_tx}
 
 
 def _check_batch_items(records: Iterable, first: int = 1) -> None:
@@ -163,18 +169,18 @@ def _is_ndjson(source: DataSource) -> bool:
     return True
 
 
-def _check_lines(source: DataSource, batch_mode: bool) -> int:
-    """Parse every record once, keeping none (all are checked before any is written); their count."""
-    count = 0
+def _parsed_lines(source: DataSource) -> Iterator[tuple[int, object]]:
+    """(line number, record) of each non-blank line; a line that is not JSON raises naming it."""
     for number, line in source.lines():
         try:
-            record = loads(line)
+            yield number, loads(line)
         except FgraphError as exc:
             raise type(exc)(f"add input line {number}: {exc.message}", exc.hint) from None
-        count += 1
-        if batch_mode:
-            _check_batch_items((record,), count)
-    return count
+
+
+def _check_lines(source: DataSource) -> int:
+    """Parse every record once, keeping none (all are checked before any is written); their count."""
+    return sum(1 for _ in _parsed_lines(source))
 
 
 def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=None, batch_size=None,
@@ -196,7 +202,10 @@ def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=
                "if_basis_tx": if_basis_tx}
     source = data if isinstance(data, DataSource) else DataSource("inline", data)
     if _is_ndjson(source):
-        records, single, count = None, False, _check_lines(source, batch_size is not None)
+        # NDJSON is checked whole before the first record is written (09 §4.1); in batch mode each
+        # batch is checked as it is reached (AddJob._run_batches).
+        records, single = None, False
+        count = _check_lines(source) if batch_size is None else None
     else:
         records, single = parse_records(source.whole_text())
         count = len(records)
