@@ -206,11 +206,24 @@ class Engine:
                 units += self.count(rel) * self.conn.execute(
                     f"SELECT count(*) FROM fgraph_facts f WHERE {visible}").fetchone()[0]
             select = rel.columns("b") + [x for var in new_vars for x in first[var]]
-            statements.append((select, f"FROM {rel.table} b, fgraph_facts f{hint} WHERE {' AND '.join(conds)} "
-                               "ORDER BY b.rowid, f.id", params))
+            statements.append((select, added, f"FROM {rel.table} b, fgraph_facts f{hint} WHERE {' AND '.join(conds)}",
+                               params))
         self.charge(units)
-        for select, rest, params in statements:
-            self.insert(out, select, rest, params)
+        if len(statements) == 1:
+            select, _, rest, params = statements[0]
+            self.insert(out, select, f"{rest} ORDER BY b.rowid, f.id", params)
+        elif statements:
+            # History datoms meet each binding in fact order, each fact's assertion followed by its
+            # retraction, as the published runtime evaluates them; ties in `order` keep this order.
+            width = len(statements[0][0])
+            names = [f"c{k}" for k in range(width)]
+            parts, params = [], []
+            for select, added, rest, args in statements:
+                aliased = [f"{expr} AS {name}" for expr, name in zip(select, names)]
+                keys = ["b.rowid AS k0", "f.id AS k1", f"{added} AS k2"]
+                parts.append(f"SELECT {', '.join(aliased + keys)} {rest}")
+                params += args
+            self.insert(out, names, f"FROM ({' UNION ALL '.join(parts)}) ORDER BY k0, k1, k2 DESC", params)
         return out
 
     def predicate(self, p: Predicate, rel: Relation) -> Relation:

@@ -95,42 +95,51 @@ def shape(conn, query: syntax.Query, final, render, puller) -> Result:
     def group_key(b):
         return tuple(b[v] if b[v][0] != 3 else (3, repr(b[v][1])) for v in group_vars)
 
-    groups: dict = {}
+    # Each output row (a group, with aggregates) keeps the first binding that produced it, in
+    # evaluation order; `order` then sorts the rows stably by that binding's values (docs/query.md,
+    # "Order"). Sorting every binding first would let a later binding decide where a row goes.
+    entries: list = []  # (row, its first binding or None)
     if aggregated:
+        groups: dict = {}
         for b in bindings:
             groups.setdefault(group_key(b), []).append(b)
+        if not group_vars and not groups:
+            groups[()] = []
+        for members in groups.values():
+            first = members[0] if members else None
+            entries.append(([cell(first[f.var]) if f.kind == "var"
+                             else aggregate(f.kind, [m[f.var] for m in members], f.column)
+                             for f in query.find], first))
+    else:
+        for b in bindings:
+            entries.append(([pulls[(f.column, b[f.var][1])] if f.kind == "pull" else cell(b[f.var])
+                             for f in query.find], b))
+    entries = _distinct(entries)
+    by_column = {f.column: k for k, f in enumerate(query.find)}
 
-    def value_of(key, b):
+    def value_of(key, entry):
+        row, first = entry
         if key in index:
-            return cell(b[key])
-        for f in query.find:
-            if f.column == key:
-                if f.kind == "pull":
-                    return pulls[(key, b[f.var][1])]
-                if f.kind in AGGREGATES:
-                    return aggregate(f.kind, [x[f.var] for x in groups[group_key(b)]], key)
-                return cell(b[f.var])
+            if first is None:
+                raise QueryError(f"order variable {key!r} is not bound in every result row",
+                                 "an aggregate over no rows has no binding to order by; order by an aggregate "
+                                 "column, or drop the order")
+            return cell(first[key])
+        if key in by_column:
+            return row[by_column[key]]
         raise QueryError(f"order key {key!r} is unknown", "order by a bound variable or a find column")
 
     for key, descending in reversed(query.order):
-        bindings.sort(key=lambda b: sort_key(value_of(key, b)), reverse=descending)
-    rows = []
-    if aggregated:
-        ordered_groups: dict = {}
-        for b in bindings:
-            ordered_groups.setdefault(group_key(b), []).append(b)
-        if not group_vars and not ordered_groups:
-            ordered_groups[()] = []
-        for members in ordered_groups.values():
-            row = []
-            for f in query.find:
-                if f.kind == "var":
-                    row.append(cell(members[0][f.var]))
-                else:
-                    row.append(aggregate(f.kind, [m[f.var] for m in members], f.column))
-            rows.append(row)
-    else:
-        for b in bindings:
-            rows.append([pulls[(f.column, b[f.var][1])] if f.kind == "pull" else cell(b[f.var])
-                         for f in query.find])
-    return _page(query, columns, rows)
+        entries.sort(key=lambda entry: sort_key(value_of(key, entry)), reverse=descending)
+    return _page(query, columns, [row for row, _ in entries])
+
+
+def _distinct(entries: list) -> list:
+    """The entries whose row's canonical JSON is new, in order (a row keeps its first binding)."""
+    seen, unique = set(), []
+    for entry in entries:
+        text = dumps(entry[0])
+        if text not in seen:
+            seen.add(text)
+            unique.append(entry)
+    return unique
