@@ -20,7 +20,7 @@ import itertools
 
 from fgraph.core.values import TAG_BOOL, TAG_REF
 from fgraph.query import predicates
-from fgraph.query.planner import binds, plan
+from fgraph.query.planner import access as planner_access, binds, plan
 from fgraph.query.syntax import WILDCARD, Not, Or, Pattern, Predicate, RuleCall, is_var
 from fgraph.query.budget import WorkBudget
 from fgraph.query.terms import NO_MATCH, Terms
@@ -167,13 +167,12 @@ class Engine:
             constants[pos] = found
         new_vars = [v for v in p.variables if v not in rel.index]
         out = self.relation(rel.vars + new_vars)
-        keyed = ACCESS_KEYS[access]
         units, statements = 0, []
         for visible, dtx, added in self._branches(p.added):
             hint = self._index(access, visible)
             exprs = {"e": ("0", "f.e"), "a": ("0", "f.a"), "v": ("f.t", "f.v"), "tx": ("0", dtx),
                      "added": (str(TAG_BOOL), added)}
-            conds, key_conds, params, key_params, first = [visible], [visible], [], [], {}
+            conds, keys, params, first = [visible], {}, [], {}
             for pos, term in (("e", p.e), ("a", p.a), ("v", p.v), ("tx", p.tx), ("added", p.added)):
                 t_expr, v_expr = exprs[pos]
                 if term == WILDCARD or (pos == "added" and type(term) is bool):
@@ -196,15 +195,8 @@ class Engine:
                     continue
                 conds.append(cond)
                 params += args
-                if pos in keyed:
-                    key_conds.append(cond)
-                    key_params += args
-            if keyed:
-                units += self.conn.execute(f"SELECT count(*) FROM {rel.table} b, fgraph_facts f{hint} WHERE "
-                                           + " AND ".join(key_conds), key_params).fetchone()[0]
-            else:
-                units += self.count(rel) * self.conn.execute(
-                    f"SELECT count(*) FROM fgraph_facts f WHERE {visible}").fetchone()[0]
+                keys[pos] = (cond, args)
+            units += self._examined(p, access, rel, visible, hint, keys)
             select = rel.columns("b") + [x for var in new_vars for x in first[var]]
             statements.append((select, added, f"FROM {rel.table} b, fgraph_facts f{hint} WHERE {' AND '.join(conds)}",
                                params))
@@ -225,6 +217,41 @@ class Engine:
                 params += args
             self.insert(out, names, f"FROM ({' UNION ALL '.join(parts)}) ORDER BY k0, k1, k2 DESC", params)
         return out
+
+    def _examined(self, p: Pattern, access: str, rel: Relation, visible: str, hint: str, keys: dict) -> int:
+        """The datoms one branch of a pattern examines, summed over the incoming bindings (§10),
+        charged as the published runtime charges them: the access path's key, narrowed by a bound
+        transaction position; a binding whose entity, attribute or transaction variable holds a
+        plain value (not an entity) reads as if that position were unbound."""
+        entity_vars = [(pos, term) for pos, term in (("e", p.e), ("a", p.a), ("tx", p.tx))
+                       if pos in keys and is_var(term)]
+        if entity_vars:
+            tags = [f"{rel.pair(term)[0]} = {TAG_REF}" for _, term in entity_vars]
+            kinds = self.conn.execute(f"SELECT DISTINCT {', '.join(tags)} FROM {rel.table} b").fetchall()
+        else:
+            kinds = [()]
+        units = 0
+        for kind in kinds:
+            plain = {term for (_, term), is_entity in zip(entity_vars, kind) if not is_entity}
+            path = planner_access(p, set(rel.index) - plain) if plain else access
+            wanted = set(ACCESS_KEYS[path]) | ({"tx"} if "tx" in keys and p.tx not in plain else set())
+            filters = [f"{tag} = {int(is_entity)}" for tag, is_entity in zip(
+                (f"({rel.pair(term)[0]} = {TAG_REF})" for _, term in entity_vars), kind)]
+            key_conds, key_params = [visible], []
+            for pos in ("e", "a", "v", "tx"):
+                if pos in wanted and pos in keys:
+                    key_conds.append(keys[pos][0])
+                    key_params += keys[pos][1]
+            if len(key_conds) > 1:
+                index = hint if path == access else ""
+                units += self.conn.execute(f"SELECT count(*) FROM {rel.table} b, fgraph_facts f{index} WHERE "
+                                           + " AND ".join(key_conds + filters), key_params).fetchone()[0]
+            else:
+                bindings = self.count(rel) if not filters else self.conn.execute(
+                    f"SELECT count(*) FROM {rel.table} b WHERE {' AND '.join(filters)}").fetchone()[0]
+                units += bindings * self.conn.execute(
+                    f"SELECT count(*) FROM fgraph_facts f WHERE {visible}").fetchone()[0]
+        return units
 
     def predicate(self, p: Predicate, rel: Relation) -> Relation:
         where = f"predicate {p.ordinal}"
