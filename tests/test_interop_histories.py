@@ -55,6 +55,9 @@ def step_args(step, latest: int, index: int) -> tuple[list[str], bytes | None]:
         if prefix is not None:
             args += ["--operation-id-prefix", f"{prefix}{index}"]
         return args, "".join(json.dumps(r, ensure_ascii=True) + "\n" for r in records).encode()
+    if kind == "stdin":
+        _, data, size = step
+        return ["--json", "add", "-"] + ([] if size is None else ["--batch-size", str(size)]), data
     if kind == "undo":
         return ["--json", "undo", str(step[1])], None
     if kind == "excise":
@@ -105,7 +108,7 @@ def check_history(runtimes, base: Path, history) -> None:
     files = replay(runtimes, base, history)
     if not files["ours"].exists() and not files["peer"].exists():
         return
-    context = json.dumps(history, ensure_ascii=True)[:4000]
+    context = json.dumps(history, ensure_ascii=True, default=repr)[:4000]
 
     tails = {name: rt.run(files[name], "tail").stdout for name, rt in (("ours", ours), ("peer", theirs))}
     assert tails["ours"] == tails["peer"], context
