@@ -5,7 +5,8 @@ many, refs that form chains and cycles, retractions so ``history`` differs from 
 A query combines patterns over existing and missing attributes, predicates, ``not``, ``or``,
 rule calls (a recursive one among them), aggregates, pulls, ``order``/``limit``/``offset`` and
 sometimes a deliberate mistake, so rejected queries are compared too. Ordered queries order by
-every find column, so ties cannot make two correct runtimes differ.
+every find column, by some (so rows tie) or by variables outside ``find``: ties keep the
+evaluation order and a row keeps its first binding, which both runtimes must share (issue 27).
 """
 
 from __future__ import annotations
@@ -129,7 +130,11 @@ def query(rng: random.Random) -> dict:
         q["source"] = "history"
     columns = [f if isinstance(f, str) else f"{f[0]}({f[1]})" for f in find]
     if rng.random() < 0.4:
-        q["order"] = [[c, rng.choice(["asc", "desc"])] for c in rng.sample(columns, len(columns))]
+        # every column, some of them (rows that tie keep evaluation order), or variables outside
+        # `find` (each row keeps its first binding): the runtimes must agree on all three
+        keys = rng.choice([columns, rng.sample(columns, rng.randint(1, len(columns))),
+                           rng.sample(bound, rng.randint(1, min(2, len(bound))))])
+        q["order"] = [[c, rng.choice(["asc", "desc"])] for c in rng.sample(keys, len(keys))]
         if rng.random() < 0.5:
             q["limit"] = rng.randint(0, 4)
         if rng.random() < 0.3:

@@ -166,7 +166,7 @@ INTEROP = json.loads((Path(__file__).resolve().parent.parent / "conformance" / "
 @pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
 def test_the_published_server_gives_the_same_data(store, tmp_path):
     """Every call and read of conformance/mcp/interop.json in one session per runtime: the same
-    error flag and structured data per call, the same body or error code per read."""
+    error flag, structured data and text content per call, the same body or error code per read."""
     copy = tmp_path / "peer.db"
     shutil.copyfile(store, copy)
 
@@ -176,7 +176,9 @@ def test_the_published_server_gives_the_same_data(store, tmp_path):
             result = await session.call_tool(name, arguments)
             # an error's wording is each runtime's own (spec 10 §3.2); its prefix is the SDK's
             said = result.content[0].text.split(": ")[0] if result.is_error else None
-            out.append((name, arguments, result.is_error, result.structured_content, said))
+            # the text content too, byte for byte: an agent reads it, keys in their order (issue 27)
+            text = None if result.is_error else [c.text for c in result.content if getattr(c, "text", None)]
+            out.append((name, arguments, result.is_error, result.structured_content, said, text))
         for uri in INTEROP["resources"]:
             try:
                 page = json.loads((await session.read_resource(uri)).contents[0].text)

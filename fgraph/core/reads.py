@@ -38,8 +38,9 @@ class Reader:
         return values.render(t, v, blob, self.local_ref)
 
     def fact(self, fact_id, e, a, v, t, tx, rx) -> dict:
-        return {"a": self.cat.name_of(a), "e": self.local_ref(e), "id": fact_id,
-                "rx": rx if rx is not None and rx <= self.basis else None, "tx": tx, "v": self.value(v, t)}
+        # key order is the published server's (MCP text content shows it): id, e, a, v, tx, rx
+        return {"id": fact_id, "e": self.local_ref(e), "a": self.cat.name_of(a), "v": self.value(v, t), "tx": tx,
+                "rx": rx if rx is not None and rx <= self.basis else None}
 
     def resolve(self, ref):
         """A read-side selector: never allocates; unknown ⇒ NotFound."""
@@ -227,7 +228,8 @@ class Reader:
         out = {"read_basis_tx": self.basis, "basis_tx": self.cat.tx_before(tx) if tx > GENESIS_TX else GENESIS_TX, "tx": tx,
                "event": gid_to_uuid(self.cat.gid_of(tx)), "event_hash": "sha256:" + event_hash.hex(),
                "operation_id": operation_id,
-               "request_hash": "sha256:" + req_hash.hex() if req_hash is not None else None, "facts": []}
+               "request_hash": "sha256:" + req_hash.hex() if req_hash is not None else None}
+        facts = []
         rows = self.conn.execute("SELECT id, e, a, v, t, tx, rx FROM fgraph_facts INDEXED BY fgraph_hist "
                                  "WHERE e = ? AND tx = ? ORDER BY id",
                                  (tx, tx)).fetchall()
@@ -244,7 +246,8 @@ class Reader:
             elif a == A_IMPORTED_AT:
                 out["imported_at"] = v
             else:
-                out["facts"].append(self.fact(*row))
+                facts.append(self.fact(*row))
+        out["facts"] = facts  # last, after the transaction's own metadata, as the published server lists it
         return out
 
     def stats(self) -> dict:

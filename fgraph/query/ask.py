@@ -113,5 +113,5 @@ def explain(conn, basis: int, query, args=None, *, budget: int = DEFAULT_BUDGET)
     clauses, warnings = planner.explain_steps(planner.plan(parsed.where, parsed.inputs))
     if parsed.source == "history":
         warnings.append("history source evaluates assertion and retraction datoms within the selected basis")
-    return {"basis_tx": basis, "clauses": clauses, "source": parsed.source, "warnings": warnings,
-            "work_limit": budget}
+    return {"basis_tx": basis, "source": parsed.source, "work_limit": budget, "clauses": clauses,
+            "warnings": warnings}

@@ -172,8 +172,8 @@ def datoms(reader, index="eavt", components=(), *, source="current", limit=100, 
     rows = reader.conn.execute(sql, params + [limit + 1]).fetchall()
     render = Renderer(reader.cat, terms)
     for fact_id, e, a, v, t, dtx, added in rows[:limit]:
-        page["items"].append({"a": reader.cat.name_of(a), "added": bool(added), "e": render.ref(e),
-                              "fact_id": fact_id, "tx": dtx, "v": render(t, v)})
+        page["items"].append({"e": render.ref(e), "a": reader.cat.name_of(a), "v": render(t, v), "tx": dtx,
+                              "added": bool(added), "fact_id": fact_id})
     if len(rows) > limit:
         fact_id, e, a, v, t, dtx, added = rows[limit - 1]
         by_role = {"e": e, "a": a, "v": v, "t": t, "dtx": dtx, "added": added, "id": fact_id}

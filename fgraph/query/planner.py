@@ -86,8 +86,8 @@ def explain_steps(steps: list[Step]) -> tuple[list, list]:
     """The ``clauses`` and ``warnings`` of an explain (spec 12 §9)."""
     clauses, warnings = [], []
     for step in steps:
-        clauses.append({"access": step.access, "bound": sorted(step.bound), "kind": KINDS[type(step.clause)],
-                        "ordinal": step.clause.ordinal})
+        clauses.append({"ordinal": step.clause.ordinal, "kind": KINDS[type(step.clause)], "access": step.access,
+                        "bound": sorted(step.bound)})
         if step.access == "value-scan":
             warnings.append(f"clause {step.clause.ordinal} requires a value scan; bind entity or attribute earlier")
         elif step.access == "scan":

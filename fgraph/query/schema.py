@@ -56,21 +56,21 @@ class SchemaReader:
                 f"AND {self.visible} ORDER BY id", (a,)):
             key = keys[attr]
             found[key] = bool(v) if key in BOOLEAN else self.reader.value(v, t)
-        return dict(sorted(found.items()))
+        return {key: found[key] for _, key in DECLARED if key in found}
 
     @staticmethod
     def effective(declared: dict) -> dict:
         kind = declared.get("type")
-        return {"dims": declared.get("dims"), "doc": declared.get("doc"), "many": declared.get("many", False),
-                "nohistory": declared.get("nohistory", kind == "vector"), "type": kind,
-                "unique": declared.get("unique", False), "vector_model": declared.get("vector_model")}
+        return {"type": kind, "many": declared.get("many", False), "unique": declared.get("unique", False),
+                "nohistory": declared.get("nohistory", kind == "vector"), "dims": declared.get("dims"),
+                "doc": declared.get("doc"), "vector_model": declared.get("vector_model")}
 
     def observed(self, a: int) -> dict:
         tags, live, entities = self.conn.execute(
             f"SELECT group_concat(DISTINCT t), count(*), count(DISTINCT e) FROM fgraph_facts WHERE a = ? "
             f"AND {self.visible}", (a,)).fetchone()
         types = sorted({values.logical_name(int(t)) for t in tags.split(",")}) if tags else []
-        return {"entities": entities, "live_facts": live, "types": types}
+        return {"types": types, "live_facts": live, "entities": entities}
 
     def shapes(self) -> list[dict]:
         shapes: dict[int, dict] = {}
@@ -93,7 +93,7 @@ class SchemaReader:
         attributes = []
         for a, name in self.listed(prefix, include_system):
             declared = self.declared(a)
-            attributes.append({"declared": declared, "effective": self.effective(declared), "name": name,
+            attributes.append({"name": name, "declared": declared, "effective": self.effective(declared),
                                "observed": self.observed(a)})
         shapes = self.shapes()
         signed = {"attributes": [{k: item[k] for k in ("declared", "effective", "name")} for item in attributes],
