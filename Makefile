@@ -47,10 +47,11 @@ litestream-if-reachable:
 
 # The torture suite at full size (issue 15): kill -9, faults below SQLite, full disks, concurrency,
 # hostile input and paths; `make test` runs the same families at a bounded size. Figures:
-# docs/reliability.md. FGRAPH_QUERIES sizes the cross-runtime restore mutations (5000 -> 1000 inputs).
+# docs/reliability.md. FGRAPH_QUERIES sizes the cross-runtime restore mutations (5000 -> 1000 inputs);
+# FGRAPH_LARGE_QUERIES the queries over the 20,000-transaction store (400; make test runs 40).
 torture: $(STAMP)
-	FGRAPH_TORTURE=full FGRAPH_QUERIES=5000 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/torture tests/test_hostile.py tests/test_interop_restore_mutations.py
+	FGRAPH_TORTURE=full FGRAPH_QUERIES=5000 FGRAPH_LARGE_QUERIES=400 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/torture tests/test_hostile.py tests/test_interop_restore_mutations.py tests/test_interop_large_queries.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/transact.py

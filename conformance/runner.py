@@ -23,6 +23,7 @@ Project extensions beyond 11 §2 (docs/conformance.md): ``entity`` with ``depth`
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -70,6 +71,13 @@ HISTORY_WRITES = frozenset({"excise"})
 #: feature, so library adapters cannot express it (the case is then skipped there).
 BATCH_WRITES = frozenset({"batch"})
 BATCH_KEYS = frozenset({"records", "batch_size", "operation_id_prefix"})
+#: project extension (issue 27): ``add_stdin`` is ``add -`` given raw bytes (base64 in the case,
+#: so undecodable ones can be written down), optionally ``--batch-size N``. A CLI feature; and
+#: since a failing NDJSON add keeps the lines (or batches) before the failing one, a library
+#: adapter skips the whole case, failing step or not.
+STDIN_WRITES = frozenset({"add_stdin"})
+STDIN_KEYS = frozenset({"base64", "batch_size"})
+PARTIAL_WRITES = STDIN_WRITES
 #: the query surface of spec 12: ``q`` (``q(query, args)`` / ``q QUERY --args``), ``explain``
 QUERY_READS = frozenset({"q", "explain", "datoms"})
 #: the schema surface of spec 13 §11–§13: ``schema``, ``attributes`` (library only) and
@@ -83,9 +91,9 @@ LATER_READS: frozenset = frozenset()
 LATER_WRITES: frozenset = frozenset()
 ACTIONS = (CORE_READS | CORE_WRITES | STREAM_READS | STREAM_WRITES | SNAPSHOT_READS | QUERY_READS
            | SCHEMA_READS | SCHEMA_WRITES | SEARCH_READS
-           | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_READS | LATER_WRITES | {"at"})
-WRITE_ACTIONS = (CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | LATER_WRITES
-                 | SCHEMA_WRITES)
+           | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | STDIN_WRITES | LATER_READS | LATER_WRITES | {"at"})
+WRITE_ACTIONS = (CORE_WRITES | STREAM_WRITES | SNAPSHOT_WRITES | HISTORY_WRITES | BATCH_WRITES | STDIN_WRITES
+                 | LATER_WRITES | SCHEMA_WRITES)
 EVENTS_KEYS = frozenset({"since", "through"})
 EXCISE_KEYS = frozenset({"ref", "operation_id", "if_basis_tx"})
 #: keys of our excise report that the published runtime does not have: ``scrub``
@@ -93,9 +101,10 @@ EXCISE_KEYS = frozenset({"ref", "operation_id", "if_basis_tx"})
 EXCISE_EXTRA_KEYS = ("scrub",)
 
 #: modifiers a step may carry besides its action. ``depth`` on ``entity`` is a
-#: project extension (``entity(ref, depth=N)`` / ``get --depth N``).
+#: project extension (``entity(ref, depth=N)`` / ``get --depth N``); so is ``budget`` on ``q``
+#: (``--query-budget N``, CLI only: the library adapter's one handle has the default budget).
 MODIFIERS = {"options": {"tx"}, "steps": {"at"}, "args": {"q", "explain"},
-             "depth": {"entity"}}
+             "depth": {"entity"}, "budget": {"q"}}
 CASE_KEYS = ("name", "comment", "steps")
 
 
@@ -212,6 +221,18 @@ def _validate_steps(steps: list[Any], path: str) -> None:
                     or set(value) - BATCH_KEYS or not isinstance(value["records"], list) or not value["records"]:
                 raise CaseFormatError(f"{where}: 'batch' takes an object with 'records' (a non-empty list), "
                                       f"'batch_size' and optionally 'operation_id_prefix'")
+        if action == "add_stdin":
+            value = step["add_stdin"]
+            if not isinstance(value, dict) or "base64" not in value or set(value) - STDIN_KEYS \
+                    or not isinstance(value["base64"], str):
+                raise CaseFormatError(f"{where}: 'add_stdin' takes an object with 'base64' (the stdin bytes) "
+                                      f"and optionally 'batch_size'")
+            try:
+                base64.b64decode(value["base64"], validate=True)
+            except ValueError:
+                raise CaseFormatError(f"{where}: 'add_stdin' base64 is not valid base64") from None
+        if "budget" in step and (isinstance(step["budget"], bool) or not isinstance(step["budget"], int)):
+            raise CaseFormatError(f"{where}: 'budget' is an integer")
         if action == "at":
             if "error" in step and "steps" in step:
                 raise CaseFormatError(f"{where}: an 'at' step with 'error' has no 'steps'")
@@ -513,7 +534,7 @@ def _run_steps(steps: list[dict[str, Any]], adapter: "Adapter", ctx: Any, path: 
             else:
                 outcome = _attempt(lambda: adapter.perform(ctx, action, step), where, step)
         except NotExpressible as exc:
-            if action in WRITE_ACTIONS and "error" not in step:
+            if action in WRITE_ACTIONS and ("error" not in step or action in PARTIAL_WRITES):
                 # Every later step may depend on this write: the case cannot run here.
                 raise CaseSkipped(f"{adapter.label} cannot express {where} ({exc.args[0]})") from None
             # A read, or a write that must fail (a failing write changes nothing, 08 §2).
@@ -755,6 +776,8 @@ class LibraryAdapter(Adapter):
         elif action == "stats":
             call = lambda: ctx.stats()  # noqa: E731
         elif action == "q":
+            if "budget" in step:
+                raise NotExpressible("a work budget is a handle option (connect(query_budget=N))")
             call = lambda: ctx.q(value, step.get("args"))  # noqa: E731
         elif action == "explain":
             call = lambda: ctx.explain(value, step.get("args"))  # noqa: E731
@@ -1057,6 +1080,11 @@ class CliAdapter(Adapter):
             return self.run(["restore", "-"], write=True, stdin=data)
         if action == "excise":
             return _excise_report(self.run(self._excise_args(value), write=True))
+        if action == "add_stdin":
+            args = ["add", "-"]
+            if "batch_size" in value:
+                args.append(f"--batch-size={_int_arg(value['batch_size'], 'batch_size')}")
+            return self.run(args, write=True, stdin=base64.b64decode(value["base64"]))
         if action == "batch":
             args = ["add", "-", f"--batch-size={_int_arg(value['batch_size'], 'batch_size')}"]
             if "operation_id_prefix" in value:
@@ -1068,7 +1096,8 @@ class CliAdapter(Adapter):
     def _query_args(self, action: str, query: Any, step: dict[str, Any], ctx: Any) -> list[str]:
         if action == "datoms":
             return self._datoms_args(query, ctx)
-        args = [action]
+        args = [f"--query-budget={_int_arg(step['budget'], 'budget')}"] if "budget" in step else []
+        args.append(action)
         if "args" in step:
             args.append("--args=" + dumps_json(step["args"], ascii_only=True))
         if ctx is not None:

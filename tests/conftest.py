@@ -22,7 +22,8 @@ CONFORMANCE_SEED = "fgraph-conformance-v2"
 # Variables that configure the test run itself; every other FGRAPH_* variable is cleared
 # around each test, so a test opts in to a fixed clock or seed instead of inheriting one.
 TEST_SETTINGS = frozenset({"FGRAPH_PEER", "FGRAPH_EXAMPLES", "FGRAPH_HISTORIES", "FGRAPH_HISTORY_SEED",
-                           "FGRAPH_HISTORY_SHRINK", "FGRAPH_TORTURE", "FGRAPH_NO_FORK_SERVER", "FGRAPH_QUERIES", "FGRAPH_QUERY_SEED"})
+                           "FGRAPH_HISTORY_SHRINK", "FGRAPH_TORTURE", "FGRAPH_NO_FORK_SERVER", "FGRAPH_QUERIES", "FGRAPH_QUERY_SEED",
+                           "FGRAPH_LARGE_QUERIES", "FGRAPH_LARGE_TRANSACTIONS"})
 
 
 def peer_executable() -> str | None:
