@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import fgraph
 from fgraph.face import data_source, ingest
 from fgraph.core.canonical import dumps
-from fgraph.core.errors import Conflict, FormatError, TooLarge, ValueTypeError
+from fgraph.core.errors import Conflict, FormatError, NotFound, TooLarge, ValueTypeError
 from tests.conftest import stepping_clock
 
 
@@ -298,3 +298,38 @@ def test_a_prepared_job_runs_without_options_again(db):
     assert ingest.add(db, job)["applied"] == 1
     with pytest.raises(ValueTypeError):
         ingest.add(db, job, batch_size=3)
+
+
+# --------------------------------------------------------------- batches are read as they are written (issue 27)
+
+def test_a_bad_line_stops_batch_mode_at_its_batch_and_keeps_the_batches_before_it(db):
+    before = db.latest_tx()
+    text = ndjson(person("c1"), person("c2"), person("c3")) + "{bad\n"
+    with pytest.raises(ValueTypeError, match="line 4"):
+        ingest.add(db, text, batch_size=2)
+    assert db.entity("c2")["person/name"] == "C2" and db.latest_tx() > before
+    with pytest.raises(NotFound):
+        db.entity("c3")  # its batch held the bad line
+
+
+def test_an_array_item_after_the_first_batch_keeps_the_batches_before_it(db):
+    with pytest.raises(ValueTypeError, match="batch item 3"):
+        ingest.add(db, ndjson(person("d1"), person("d2"), []), batch_size=2)
+    assert db.entity("d2")["person/name"] == "D2"
+
+
+def test_a_guarded_batch_is_refused_before_anything_is_written_once_a_second_batch_shows(db):
+    before = db.latest_tx()
+    with pytest.raises(ValueTypeError, match="multiple batches"):
+        ingest.add(db, ndjson(person("g1"), person("g2"), person("g3")) + "{bad\n", batch_size=2,
+                   operation_id="one")
+    with pytest.raises(ValueTypeError, match="line 3"):  # the record that shows a second batch is not JSON
+        ingest.add(db, ndjson(person("g1"), person("g2")) + "{bad\n", batch_size=2, operation_id="one")
+    assert db.latest_tx() == before
+
+
+def test_outside_batch_mode_every_line_is_parsed_before_the_first_is_written(db):
+    before = db.latest_tx()
+    with pytest.raises(ValueTypeError, match="line 3"):
+        ingest.add(db, ndjson(person("h1"), person("h2")) + "{bad\n")
+    assert db.latest_tx() == before

@@ -98,3 +98,35 @@ def test_values_reach_sql_only_as_parameters():
         assert rows == [[{"ref": "mallory"}]]
         assert db.q({"find": ["?n"], "where": [[hostile, "person/name", "?n"]]})["rows"] == []
         assert len(P) + 1 == len(db.q({"find": ["?e"], "where": [N]})["rows"])
+
+
+def test_a_bound_transaction_position_narrows_what_a_pattern_examines():
+    # issue 27: the published runtime charges the datoms of that transaction, not a scan
+    with people() as db:
+        tx = db.latest_tx()
+    by_constant = {"find": ["?a"], "where": [["?e", "?a", "?v", tx]]}
+    assert smallest_budget(lambda b: people(query_budget=b), by_constant) == 16  # 15 facts + fgraph/at
+    joined = {"find": ["?v"], "where": [["alice", "person/age", "_", "?tx"], ["?e", "?a", "?v", "?tx"]]}
+    assert smallest_budget(lambda b: people(query_budget=b), joined) == 1 + 16
+
+
+def test_an_entity_or_attribute_variable_holding_a_plain_value_reads_as_unbound():
+    # issue 27: ages are ints, so each binding pays every person/name datom, or every datom
+    as_entity = {"find": ["?e"], "where": [["?e", "person/age", "?a"], ["?a", "person/name", "_"]]}
+    assert smallest_budget(lambda b: people(query_budget=b), as_entity) == 3 + 3 * 3
+    as_attribute = {"find": ["?e"], "where": [["?e", "person/age", "?a"], ["?x", "?a", "_"]]}
+    assert smallest_budget(lambda b: people(query_budget=b), as_attribute) == 3 + 3 * 55
+
+
+def test_rows_keep_their_first_binding_and_ties_keep_evaluation_order():
+    with people() as db:
+        # status "active" first comes from alice (35): ordered by age desc, archived (charlie, 30) stays last
+        rows = db.q({"find": ["?s"], "where": [["?e", "person/status", "?s"], ["?e", "person/age", "?a"]],
+                     "order": [["?a", "desc"]]})["rows"]
+        assert rows == [["active"], ["archived"]]
+        rows = db.q({"find": ["?s"], "where": [["?e", "person/status", "?s"], ["?e", "person/age", "?a"]],
+                     "order": [["?a", "asc"]]})["rows"]
+        assert rows == [["archived"], ["active"]]
+        with pytest.raises(fgraph.QueryError, match="not bound in every result row"):
+            db.q({"find": [["count", "?a"]], "where": [["?e", "person/age", "?a"], [">", "?a", 99]],
+                  "order": [["?e", "asc"]]})
