@@ -119,6 +119,7 @@ def test_one_word_per_idea():
 # Modules whose behaviour is proven under another test module's name (a family of modules, or a
 # face command tested end to end). Every other module has tests/test_<name>.py or test_<wing>_<name>.py.
 TESTED_BY = {
+    "query/pull_syntax.py": ["test_query_pull.py", "test_query_syntax.py"],
     "face/cli_base.py": ["test_cli.py", "test_cli_conventions.py"],
     "face/cli_browse.py": ["test_browse.py"],
     "face/cli_help.py": ["test_cli_conventions.py"],
@@ -162,3 +163,77 @@ def test_every_module_has_its_test_module():
         elif not any(candidate.exists() for candidate in own):
             untested.append(rel)
     assert untested == [] and stale == []
+
+
+def import_graph(package: pathlib.Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the fgraph modules it imports anywhere in its body (lazy imports count too)."""
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def known(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        home = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                graph[name].update(known(a.name) for a in node.names if a.name.startswith("fgraph"))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(home.split(".")[:len(home.split(".")) - node.level + 1] + ([base] if base else []))
+                if base.startswith("fgraph"):
+                    graph[name].update(known(f"{base}.{a.name}") for a in node.names)
+        graph[name] -= {name, ""}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan, iteratively)."""
+    index, low, on_stack, stack, found, counter = {}, {}, set(), [], [], 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_no_import_cycles_anywhere_in_the_package():
+    assert cycles(import_graph()) == []
+    # the check itself sees a cycle, a lazy import included
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -74,9 +74,12 @@ def set_query_only(conn: apsw.Connection, read_only: bool) -> None:
 def read_only_uri(path: str) -> str:
     """The URI of the read-only open rule: ``mode=ro``, plus ``immutable=1`` where
     ``_needs_immutable`` says so (fgraph's own rare immutable open, and the browser's sqlite3)."""
+    return f"file:{_quoted(path)}?mode=ro" + ("&immutable=1" if _needs_immutable(path) else "")
+
+
+def _quoted(path: str) -> str:
     import urllib.parse  # only URI opens need it; at the top it costs every start 3 ms
-    quoted = urllib.parse.quote(os.path.abspath(path), safe="/")
-    return f"file:{quoted}?mode=ro" + ("&immutable=1" if _needs_immutable(path) else "")
+    return urllib.parse.quote(os.path.abspath(path), safe="/")
 
 
 def _needs_immutable(path: str) -> bool:
@@ -139,6 +142,22 @@ def refuse_special_files(path: str) -> None:
             raise FormatError(f"{path!r} is {what}, not a database file", hint)
         raise FormatError(f"the {role} {candidate!r} of database {path!r} is {what}",
                           "remove it (SQLite recreates its sidecar files) or use another database path")
+
+
+def open_immutable_copy(path: str) -> apsw.Connection:
+    """Read-only and immutable, for a scratch copy nobody else writes (a backup being verified):
+    no sidecar file is created, and the file is classified before it is read."""
+    conn = apsw.Connection("file:" + _quoted(path) + "?mode=ro&immutable=1",
+                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    try:
+        set_busy_timeout(conn)
+        distrust_schema(conn)
+        set_query_only(conn, True)
+        layout.classify(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -> apsw.Connection:

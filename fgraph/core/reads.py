@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from fgraph.core.asof import visible_at
 from fgraph.core import values
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
@@ -26,8 +27,7 @@ class Reader:
 
     # -- helpers ----------------------------------------------------------------
     def visible(self, alias: str = "") -> str:
-        p = alias + "." if alias else ""
-        return f"{p}tx <= {self.basis} AND ({p}rx IS NULL OR {p}rx > {self.basis})"
+        return visible_at(self.basis, alias=alias)
 
     def local_ref(self, ident: int):
         name = self.cat.name_of(ident)

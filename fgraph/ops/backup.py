@@ -18,7 +18,6 @@ import secrets
 import subprocess
 import sys
 import time
-import urllib.parse
 
 import apsw
 
@@ -120,26 +119,11 @@ def copy_pages(source: apsw.Connection, target: str) -> None:
         dest.close()
 
 
-def open_copy(path: str) -> apsw.Connection:
-    """Read-only, immutable: nobody else writes the scratch file, and no sidecars are created."""
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path), safe="/") + "?mode=ro&immutable=1"
-    conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    try:
-        connection.set_busy_timeout(conn)
-        connection.distrust_schema(conn)
-        connection.set_query_only(conn, True)
-        layout.classify(conn, path)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
 def _open_source(path: str) -> apsw.Connection:
     """A backup file nobody has open in WAL mode (no sidecars) is read immutable, so none are created."""
     if any(os.path.lexists(path + s) for s in ("-wal", "-shm", "-journal")):
         return connection.open_connection(path, read_only=True)
-    return open_copy(path)
+    return connection.open_immutable_copy(path)
 
 
 def verify_copy(path: str, what: str) -> dict:
@@ -147,7 +131,7 @@ def verify_copy(path: str, what: str) -> dict:
     computed by a second process meanwhile (``digest_worker``), here when that one fails."""
     worker = DigestWorker.start(path)
     try:
-        conn = open_copy(path)
+        conn = connection.open_immutable_copy(path)
         try:
             with read_transaction(conn):
                 report = doctor.check(conn, parallel=integrity_source(worker))

@@ -106,11 +106,11 @@ def integrity_source(worker: DigestWorker) -> _IntegrityOf:
 
 def main(argv: list[str]) -> int:
     from fgraph.core.txn import read_transaction
-    from fgraph.ops.backup import open_copy
+    from fgraph.core.connection import open_immutable_copy
     from fgraph.ops.doctor.physical import integrity_rows
     from fgraph.streams.snapshot import logical_digest
 
-    conn = open_copy(argv[0])
+    conn = open_immutable_copy(argv[0])
     out = sys.stdout.buffer
     try:
         out.write(orjson.dumps({"integrity": integrity_rows(conn)}) + b"\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from fgraph.core.asof import visible_at
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import QueryError
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
@@ -24,13 +25,6 @@ __all__ = ["DEFAULT_BUDGET", "Result", "ask", "explain"]
 from fgraph.query.terms import NO_MATCH, Terms
 
 DEFAULT_BUDGET = DEFAULT_QUERY_BUDGET
-
-
-def visibility(basis: int, latest: int, alias: str = "") -> str:
-    p = f"{alias}." if alias else ""
-    if basis >= latest:
-        return f"{p}rx IS NULL"
-    return f"{p}tx <= {basis} AND ({p}rx IS NULL OR {p}rx > {basis})"
 
 
 @contextmanager
@@ -86,7 +80,7 @@ def ask(conn, basis: int, query=None, args=None, *, budget: int = DEFAULT_BUDGET
     with read_transaction(conn), scratch(conn):
         cat = Catalog(conn, basis)
         latest = Catalog(conn).latest_tx()
-        terms = Terms(conn, cat, visibility(basis, latest))
+        terms = Terms(conn, cat, visible_at(basis, latest))
         engine = Engine(conn, terms, basis, latest, parsed.source, budget, parsed.rules)
         try:
             seed = engine.unit(parsed.inputs, _bind_args(parsed, args, terms))
@@ -95,7 +89,7 @@ def ask(conn, basis: int, query=None, args=None, *, budget: int = DEFAULT_BUDGET
                     predicates.check_refs(terms, rule.body)
             final = engine.run(parsed.where, seed)
             render = Renderer(cat, terms)
-            puller = Puller(conn, cat, visibility(basis, latest), render, engine.charge)
+            puller = Puller(conn, cat, visible_at(basis, latest), render, engine.charge)
             return shape(conn, parsed, final, render, puller)
         finally:
             engine.close()

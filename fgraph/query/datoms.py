@@ -12,6 +12,7 @@ import base64
 import binascii
 import hashlib
 
+from fgraph.core.asof import visible_at
 from fgraph.core import values
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
@@ -145,7 +146,7 @@ def datoms(reader, index="eavt", components=(), *, source="current", limit=100, 
             from fgraph.core.reads import Reader
             reader = Reader(reader.conn, basis, reader.path)
     latest = Catalog(reader.conn).latest_tx()
-    live = "f.rx IS NULL" if basis >= latest else f"f.tx <= {basis} AND (f.rx IS NULL OR f.rx > {basis})"
+    live = visible_at(basis, latest, "f")
     terms = Terms(reader.conn, reader.cat, live.replace("f.", ""))
     page = {"basis_tx": basis, "items": [], "next_cursor": None}
     try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 
+from fgraph.core.asof import visible_at
 from fgraph.core.values import TAG_BOOL, TAG_REF
 from fgraph.query import predicates
 from fgraph.query.planner import access as planner_access, binds, plan
@@ -53,7 +54,7 @@ class Engine:
 
     def __init__(self, conn, terms: Terms, basis: int, latest: int, source: str, budget: int, rules: dict):
         self.conn, self.terms, self.basis, self.source = conn, terms, basis, source
-        self.at_latest = basis >= latest
+        self.latest, self.at_latest = latest, basis >= latest
         self.work = WorkBudget(budget, "query", "narrow the query (bind an entity or attribute earlier, add limits)")
         self.charge = self.work.charge
         self.rules, self.rule_tables = rules, {}
@@ -132,7 +133,7 @@ class Engine:
         """(visibility, datom tx, added) of each kind of datom a pattern may read."""
         b = self.basis
         if self.source == "current":
-            live = "f.rx IS NULL" if self.at_latest else f"f.tx <= {b} AND (f.rx IS NULL OR f.rx > {b})"
+            live = visible_at(b, self.latest, "f")
             branches = [(live, "f.tx", "1")]
         else:
             branches = [(f"f.tx <= {b}", "f.tx", "1"), (f"f.rx IS NOT NULL AND f.rx <= {b}", "f.rx", "0")]

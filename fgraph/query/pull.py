@@ -8,60 +8,11 @@ Each pulled entity costs one indexed read of its live facts (EAVT) and one per r
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
+from fgraph.core.asof import visible_at
 from fgraph.core.errors import QueryError
 from fgraph.core.genesis import A_MANY, A_TYPE
 from fgraph.core.values import TAG_REF
-
-NAME = re.compile(r"^[^/\s]+/[^/\s]+\Z")
-
-
-@dataclass(frozen=True)
-class PullPattern:
-    """Forward names, reverse names (without the underscore), ``*`` and nested maps, in order."""
-
-    star: bool
-    forward: tuple   # attribute names
-    reverse: tuple   # (key as written, attribute name)
-    nested: tuple    # (attribute name, PullPattern)
-
-
-def parse_pattern(raw) -> PullPattern:
-    if type(raw) is not list:
-        raise QueryError(f"pull pattern {raw!r} must be an array", 'write ["ns/attr", "*", {"ns/ref": [...]}]')
-    star, forward, reverse, nested = False, [], [], []
-    for item in raw:
-        if type(item) is str:
-            if item == "*":
-                star = True
-                continue
-            _check_name(item)
-            ns, name = item.split("/", 1)
-            if name.startswith("_"):
-                reverse.append((item, f"{ns}/{name[1:]}"))
-            else:
-                forward.append(item)
-        elif type(item) is dict:
-            if len(item) != 1:
-                raise QueryError(f"pull map {item!r} must have exactly one key", 'write {"ns/ref": ["*"]}')
-            ((key, sub),) = item.items()
-            _check_name(key)
-            if key.split("/", 1)[1].startswith("_"):
-                raise QueryError(f"pull map on reverse attribute {key!r}", "reverse items take no sub-pattern")
-            if type(sub) is not list:
-                raise QueryError(f"pull sub-pattern of {key!r} must be an array", 'write {"ns/ref": ["*"]}')
-            nested.append((key, parse_pattern(sub)))
-        else:
-            raise QueryError(f"pull item {item!r} is not an attribute name or a map", 'write "ns/attr" or {"ns/ref": [...]}')
-    return PullPattern(star, tuple(forward), tuple(reverse), tuple(nested))
-
-
-def _check_name(name: str) -> None:
-    if not NAME.match(name) or name.split("/", 1)[1] in ("", "_"):
-        raise QueryError(f"pull attribute {name!r} is not of the form ns/name or ns/_name", 'write "person/name"')
-
+from fgraph.query.pull_syntax import PullPattern, parse_pattern
 
 class Puller:
     """Pulls at one basis; ``charge(n)`` is called with the work of each read."""
@@ -151,10 +102,9 @@ def pull_entity(reader, ref, pattern) -> dict:
     """``Db.pull``: a selector (``{"ref": …}`` is a TypeError, unknown is NotFound), no budget."""
     parsed = parse_pattern(pattern)
     e = reader.resolve(ref)
-    from fgraph.query.ask import visibility
+    from fgraph.core.catalog import Catalog
     from fgraph.query.results import Renderer
     from fgraph.query.terms import Terms
-    from fgraph.core.catalog import Catalog
-    visible = visibility(reader.basis, Catalog(reader.conn).latest_tx())
+    visible = visible_at(reader.basis, Catalog(reader.conn).latest_tx())
     terms = Terms(reader.conn, reader.cat, visible)
     return Puller(reader.conn, reader.cat, visible, Renderer(reader.cat, terms)).pull(e, parsed)

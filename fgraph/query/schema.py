@@ -12,11 +12,11 @@ import hashlib
 
 from fgraph.core import values
 from fgraph.core.canonical import dumps
+from fgraph.core.asof import visible_at
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.genesis import (A_DIMS, A_DOC, A_MANY, A_NOHISTORY, A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED,
                                  A_SHAPE_REQUIRED, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX)
 from fgraph.core.names import ATTRIBUTE_RE
-from fgraph.query.ask import visibility
 
 DECLARED = ((A_TYPE, "type"), (A_MANY, "many"), (A_UNIQUE, "unique"), (A_NOHISTORY, "nohistory"),
             (A_DIMS, "dims"), (A_DOC, "doc"), (A_VECTOR_MODEL, "vector_model"))
@@ -37,7 +37,7 @@ class SchemaReader:
     def __init__(self, reader):
         self.reader, self.conn, self.cat, self.basis = reader, reader.conn, reader.cat, reader.basis
         from fgraph.core.catalog import Catalog
-        self.visible = visibility(self.basis, Catalog(self.conn).latest_tx())
+        self.visible = visible_at(self.basis, Catalog(self.conn).latest_tx())
 
     def listed(self, prefix, include_system: bool) -> list[tuple[int, str]]:
         """(id, name) of the identities the page lists, by name in code-point order."""

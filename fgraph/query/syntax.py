@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fgraph.core.errors import QueryError
+from fgraph.query.pull_syntax import parse_pattern
 
 WILDCARD = "_"
 PREDICATES = frozenset({"=", "!=", "<", "<=", ">", ">=", "contains", "starts-with"})
@@ -339,7 +340,6 @@ def _find(raw: list, bound: set | None, locals_: set) -> list:
                 raise _fail(f"find item {item!r} must be [\"pull\", ?var, pattern]", 'write ["pull", "?e", ["*"]]')
             if bound is not None and item[1] not in bound:
                 raise _unbound(item[1], locals_, "pull variable")
-            from fgraph.query.pull import parse_pattern
             items.append(Find("pull", item[1], f"pull({item[1]})", parse_pattern(item[2])))
         elif type(item) is list and item and type(item[0]) is str and item[0] in AGGREGATES:
             if len(item) != 2 or not is_var(item[1]):
