@@ -9,12 +9,10 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from fgraph.core import connection, reads, txn as _txn
-from fgraph.core import transact as _transact
+from fgraph.core import connection, reads, settings, timespec, transact as _transact, txn as _txn
 from fgraph.core.canonical import loads
 from fgraph.core.session import WriteSession
 from fgraph.core.errors import ReadOnly, Unsupported, ValueTypeError
-from fgraph.core import timespec
 from fgraph.core.identity import event_factory_from_env, make_clock, read_clock
 from fgraph.core.values import format_instant
 from fgraph.core.declare import declaration, shape_request
@@ -31,12 +29,11 @@ if TYPE_CHECKING:
 # opening a store to read one entity does not load the doctor, the query engine and the stream
 # writers (benchmarks/startup.py: ``fgraph info`` and ``fgraph get``).
 
-DEFAULT_PATH = "fgraph.db"
 
-
-def connect(path=DEFAULT_PATH, *, clock=None, read_only: bool = False, query_budget: int = 100000,
-            event_factory=None) -> "Db":
-    """Open (and, when writable and new, create) a database."""
+def connect(path=settings.LEGACY_DB_PATH, *, clock=None, read_only: bool = False,
+            query_budget: int = DEFAULT_QUERY_BUDGET, event_factory=None) -> "Db":
+    """Open (and, when writable and new, create) a database; the default path is the published
+    library's (the CLI's differs, docs/settings.md)."""
     if isinstance(query_budget, bool) or not isinstance(query_budget, int) or query_budget <= 0:
         raise ValueTypeError(f"query_budget={query_budget!r} is invalid", "pass a positive integer work budget")
     clock_fn = make_clock(clock)

@@ -7,12 +7,12 @@ each other's bytes (spec 03 §7–§8).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import uuid
 from typing import Callable
 
+from fgraph.core import settings
 from fgraph.core.hashing import sha1, sha256
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, UUID_RE  # noqa: F401 (GENESIS_TX re-exported)
@@ -31,7 +31,7 @@ def system_clock() -> int:
 
 def clock_from_env() -> Clock:
     """The clock to use: constant when ``FGRAPH_CLOCK`` is set, else the system clock."""
-    raw = os.environ.get("FGRAPH_CLOCK")
+    raw = settings.read(settings.CLOCK)
     if raw is None:
         return system_clock
     value = _parse_clock_env(raw)
@@ -97,7 +97,7 @@ EventFactory = Callable[[int], str]
 
 def event_factory_from_env() -> EventFactory:
     """Seeded UUIDs when ``FGRAPH_EVENT_SEED`` is set (tests only), else random v4."""
-    seed = os.environ.get("FGRAPH_EVENT_SEED")
+    seed = settings.read(settings.EVENT_SEED)
     if seed is not None:
         return lambda tx_id: seeded_event_uuid(seed, tx_id)
     return lambda tx_id: str(uuid.uuid4())

@@ -34,13 +34,15 @@ import sys
 import click
 
 import fgraph
+from fgraph.core import settings
+from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.face import ingest
 from fgraph.face.data_source import open_data
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import FgraphError
 from fgraph.core.sqlite_errors import translate
 from fgraph.core.limits import GENESIS_TX
-from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, DEFAULT_QUERY_BUDGET, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
+from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
                                   _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
                                   provenance_options)
@@ -376,7 +378,7 @@ def run(argv: list[str] | None = None) -> int:
         if typed is not None:
             _error_line(f"{typed.name}: {typed}")
             return EXIT_ERROR
-        if os.environ.get("FGRAPH_DEBUG") == "1":
+        if settings.debug():
             raise
         _error_line(f"Error: internal error: {exc!r:.500}; please report it")
         return EXIT_ERROR

@@ -14,6 +14,8 @@ import sys
 
 import click
 
+from fgraph.core import settings
+from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import FgraphError
 from fgraph.face.paths import resolve_db_path
@@ -22,7 +24,6 @@ from fgraph.core.timespec import duration_us
 from fgraph.version import __version__
 
 RO, RW = "ro", "rw"
-DEFAULT_QUERY_BUDGET = 100000
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
 _DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
@@ -147,7 +148,7 @@ def provenance_options(f):
                      help="Any JSON kept with the transaction (its event's meta).")(f)
     f = click.option("--source", metavar="TEXT", expose_value=False, callback=collect,
                      help="Where the change comes from (a file, a URL, a conversation).")(f)
-    f = click.option("--by", metavar="WHO", envvar="FGRAPH_BY", show_envvar=True, expose_value=False,
+    f = click.option("--by", metavar="WHO", envvar=settings.BY, show_envvar=True, expose_value=False,
                      callback=collect, help="Who makes the change.")(f)
     return f
 
@@ -253,7 +254,7 @@ def _show_completion(ctx: click.Context, param, shell):
     if shell is None or ctx.resilient_parsing:
         return
     from click.shell_completion import get_completion_class
-    script = get_completion_class(shell)(ctx.command, {}, "fgraph", "_FGRAPH_COMPLETE").source()
+    script = get_completion_class(shell)(ctx.command, {}, "fgraph", settings.COMPLETE).source()
     _write_line(script.rstrip("\n"))
     ctx.exit(0)
 
@@ -266,7 +267,7 @@ def _show_completion(ctx: click.Context, param, shell):
               help="Print the completion script for bash, zsh or fish, e.g. "
                    "eval \"$(fgraph --show-completion bash)\" in ~/.bashrc.")
 @common_options
-@click.option("--query-budget", type=int, envvar="FGRAPH_QUERY_BUDGET", show_envvar=True, metavar="N",
-              expose_value=False, callback=_remember(_BUDGET), help="Work-unit budget for queries [default 100000].")
+@click.option("--query-budget", type=int, envvar=settings.QUERY_BUDGET, show_envvar=True, metavar="N",
+              expose_value=False, callback=_remember(_BUDGET), help=f"Work-unit budget for queries [default {DEFAULT_QUERY_BUDGET}].")
 def cli():
     """Temporal facts in one SQLite file."""

@@ -16,11 +16,11 @@ import subprocess
 import threading
 import time
 
+from fgraph.core import settings
 from fgraph.core.canonical import loads
 from fgraph.core.errors import FgraphError, ValueTypeError
 
 MAX_OUTPUT = 1_048_576
-TIMEOUT_SECONDS = 60.0
 HINT = "the embedder must read the text on stdin and print one JSON array of numbers, then exit 0"
 
 
@@ -57,7 +57,7 @@ def embed(command: str, text: str) -> list:
         raise ValueTypeError(f"the embedder {argv[0]!r} could not start: {exc}",
                              "check the path, its execute permission, or give a JSON argv array") from None
     try:
-        output = _exchange(process, text.encode("utf-8", "surrogatepass"), _timeout())
+        output = _exchange(process, text.encode("utf-8", "surrogatepass"), settings.embed_timeout())
     finally:
         if process.poll() is None:
             process.kill()
@@ -65,14 +65,6 @@ def embed(command: str, text: str) -> list:
     if process.returncode != 0:
         raise ValueTypeError(f"the embedder exited with status {process.returncode}", HINT)
     return _vector(output)
-
-
-def _timeout() -> float:
-    raw = os.environ.get("FGRAPH_EMBED_TIMEOUT")
-    try:
-        return float(raw) if raw else TIMEOUT_SECONDS
-    except ValueError:
-        return TIMEOUT_SECONDS
 
 
 def _exchange(process: subprocess.Popen, data: bytes, timeout: float) -> bytes:

@@ -16,12 +16,11 @@ import os
 import struct
 from collections.abc import Mapping
 
+from fgraph.core import settings
 from fgraph.core.errors import FormatError
 from fgraph.core.limits import APPLICATION_ID, USER_VERSION
 
-DEFAULT_PATH = "facts.fgraph"
-LEGACY_PATH = "fgraph.db"
-ENV_VAR = "FGRAPH_DB"
+DEFAULT_PATH, LEGACY_PATH, ENV_VAR = settings.DEFAULT_DB_PATH, settings.LEGACY_DB_PATH, settings.DB
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100

@@ -1,0 +1,75 @@
+"""Every environment variable fgraph reads, in one place.
+
+``SETTINGS`` is the table; docs/settings.md prints it and ``tests/test_settings.py`` checks that
+the two agree and that no other module names an ``FGRAPH_*`` variable. Code reads a setting
+through ``read(name)`` (a name not in the table is a bug, so it raises), or, for the two options
+click resolves itself (``--query-budget``, ``--by``), passes the name from here as ``envvar``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from fgraph.core.errors import ValueTypeError
+from fgraph.core.limits import DEFAULT_QUERY_BUDGET
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its name, its default as the docs show it, and what it does."""
+
+    name: str
+    default: str   # as shown in the docs
+    meaning: str
+
+
+DB, QUERY_BUDGET, BY = "FGRAPH_DB", "FGRAPH_QUERY_BUDGET", "FGRAPH_BY"
+CLOCK, EVENT_SEED = "FGRAPH_CLOCK", "FGRAPH_EVENT_SEED"
+EMBED_TIMEOUT, DEBUG, COMPLETE = "FGRAPH_EMBED_TIMEOUT", "FGRAPH_DEBUG", "_FGRAPH_COMPLETE"
+
+#: the CLI's database when neither --db nor FGRAPH_DB names one; a lone legacy file is still used
+DEFAULT_DB_PATH, LEGACY_DB_PATH = "facts.fgraph", "fgraph.db"
+EMBED_TIMEOUT_SECONDS = 60.0
+
+SETTINGS = (
+    Setting(DB, f"`{DEFAULT_DB_PATH}` (a lone legacy `{LEGACY_DB_PATH}` is still used)",
+            "database file of a CLI command without `--db`; an empty value is a `FormatError`"),
+    Setting(QUERY_BUDGET, f"{DEFAULT_QUERY_BUDGET}", "work units a query may spend (CLI `--query-budget`)"),
+    Setting(BY, "none", "author recorded on CLI writes (`--by`)"),
+    Setting(CLOCK, "the system clock", "a constant transaction clock in integer microseconds, for reproducible "
+                                       "runs; anything else is a `TypeError`"),
+    Setting(EVENT_SEED, "random UUIDs", "derive event UUIDs from this seed and the transaction id (tests only)"),
+    Setting(EMBED_TIMEOUT, f"{EMBED_TIMEOUT_SECONDS:g}", "seconds an `--embed` command may take per text; not a "
+                                                         "positive number is a `TypeError`"),
+    Setting(DEBUG, "unset", "`1` lets an internal error's traceback through instead of the one-line report"),
+    Setting(COMPLETE, "unset", "click's shell-completion protocol, set by the script `--show-completion` prints"),
+)
+NAMES = frozenset(s.name for s in SETTINGS)
+
+
+def read(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The raw value of setting ``name`` (None when unset)."""
+    if name not in NAMES:
+        raise KeyError(f"{name} is not a documented setting; add it to fgraph.core.settings.SETTINGS")
+    return (os.environ if environ is None else environ).get(name)
+
+
+def debug() -> bool:
+    return read(DEBUG) == "1"
+
+
+def embed_timeout() -> float:
+    """Seconds per embedder call: FGRAPH_EMBED_TIMEOUT, else the default; nonsense is refused."""
+    raw = read(EMBED_TIMEOUT)
+    if raw is None or raw == "":
+        return EMBED_TIMEOUT_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueTypeError(f"{EMBED_TIMEOUT}={raw!r} is not a positive number of seconds",
+                             f"set it to seconds such as 30, or unset it for {EMBED_TIMEOUT_SECONDS:g}")
+    return value
