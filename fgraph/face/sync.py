@@ -26,6 +26,7 @@ import itertools
 import os
 import time
 
+from fgraph.core.files import write_atomically
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
@@ -139,23 +140,7 @@ class Cursors:
     def save(self, source: Source) -> None:
         self.sources[source.key] = source.entry()
         text = dumps({"fgraph": CURSOR_FORMAT, "sources": self.sources}) + "\n"
-        temp = self.path + ".tmp"
-        with open(temp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, self.path)
-        _fsync_directory(os.path.dirname(os.path.abspath(self.path)))
-
-
-def _fsync_directory(directory: str) -> None:
-    if os.name == "nt":  # pragma: no cover - directories cannot be fsynced there
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        write_atomically(self.path, text.encode("utf-8"), "sync cursor")
 
 
 @contextlib.contextmanager

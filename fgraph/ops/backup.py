@@ -21,6 +21,7 @@ import time
 
 import apsw
 
+from fgraph.core.files import fsync_directory, fsync_file
 from fgraph.core import connection, layout
 from fgraph.ops import doctor
 from fgraph.ops.digest_worker import DigestWorker, integrity_source
@@ -150,16 +151,6 @@ def verify_copy(path: str, what: str) -> dict:
         worker.stop()
 
 
-def _fsync(path: str, directory: bool = False) -> None:
-    if directory and os.name == "nt":  # pragma: no cover - directories cannot be fsynced there
-        return
-    fd = os.open(path, os.O_RDONLY if directory else os.O_RDWR)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _sqlite_failure(what: str, exc: BaseException) -> FgraphError:
     """The backup API reports a failed destination write as "not an error": say what it means."""
     typed = translate(exc, writing=True)
@@ -184,13 +175,13 @@ def backup(source: apsw.Connection, source_path: str, dest) -> dict:
         with _Scratch(dest, "tmp") as scratch:
             copy_pages(source, scratch.path)
             proof = verify_copy(scratch.path, "backup copy")
-            _fsync(scratch.path)
+            fsync_file(scratch.path)
             try:
                 os.link(scratch.path, dest)
             except FileExistsError:
                 raise Conflict(f"backup destination {dest!r} appeared during the backup",
                                "choose a new file; backups never overwrite anything") from None
-            _fsync(scratch.directory, directory=True)
+            fsync_directory(scratch.directory)
     except FgraphError:
         raise
     except OSError as exc:
@@ -221,7 +212,7 @@ def restore_backup(backup_file, dest) -> dict:
         with _Scratch(dest, "restore") as scratch:
             copy_pages(source, scratch.path)
             proof = verify_copy(scratch.path, "restored copy")
-            _fsync(scratch.path)
+            fsync_file(scratch.path)
             if os.path.lexists(dest):
                 if os.path.getsize(dest):
                     raise Conflict(f"restore destination {dest!r} was written during the restore",
@@ -233,7 +224,7 @@ def restore_backup(backup_file, dest) -> dict:
                 except FileExistsError:
                     raise Conflict(f"restore destination {dest!r} appeared during the restore",
                                    "restore into a new path or an empty file") from None
-            _fsync(scratch.directory, directory=True)
+            fsync_directory(scratch.directory)
     except FgraphError:
         raise
     except OSError as exc:

@@ -16,6 +16,7 @@ import time
 
 import apsw
 
+from fgraph.core.files import write_atomically
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import translate
 
@@ -42,17 +43,7 @@ def owe(path: str, tx: int) -> None:
     marker = marker_path(path)
     if os.path.exists(marker):
         return  # an older scrub is still owed: keep its transaction, the next scrub covers both
-    temporary = marker + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump({"tx": tx, "since": time.time()}, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, marker)
-    directory = os.open(os.path.dirname(os.path.abspath(marker)), os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    write_atomically(marker, json.dumps({"tx": tx, "since": time.time()}).encode("utf-8"), "scrub marker")
 
 
 def forgive(path: str) -> None:
