@@ -17,74 +17,47 @@ digest itself is ``logical_digest``, byte for byte.
 from __future__ import annotations
 
 import subprocess
-import sys
 
-import orjson
+from fgraph.ops.workers import LineChild, answer, child_main, spawn
 
-# Run with -c, not -m: the package imports this module, and runpy warns about that.
 CHILD = "import sys; from fgraph.ops.digest_worker import child; sys.exit(child(sys.argv[1:]))"
 
 
-class DigestWorker:
+class DigestWorker(LineChild):
     """The child checking one copy's integrity, then computing its digest; ``integrity()`` and
     ``result()`` are None whenever the child cannot be trusted (the caller then does the work)."""
 
     def __init__(self, proc: subprocess.Popen | None):
-        self.proc = proc
+        super().__init__(proc)
         self.integrity_rows: list | None = None
         self.integrity_read = False
 
     @classmethod
     def start(cls, path: str) -> "DigestWorker":
-        try:
-            proc = subprocess.Popen([sys.executable, "-c", CHILD, path], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        except OSError:
-            proc = None
-        return cls(proc)
-
-    def _line(self):
-        if self.proc is None:
-            return None
-        try:
-            found = orjson.loads(self.proc.stdout.readline())
-        except (orjson.JSONDecodeError, OSError, ValueError):
-            found = None
-        if not isinstance(found, dict):
-            self.stop()
-            return None
-        return found
+        return cls(spawn(CHILD, path))
 
     def integrity(self) -> list | None:
         """``PRAGMA integrity_check``'s rows from the child (its first line)."""
         if not self.integrity_read:
             self.integrity_read = True
-            found = self._line()
+            found = self.read()
             rows = found.get("integrity") if found is not None else None
             if isinstance(rows, list) and all(isinstance(r, list) for r in rows):
                 self.integrity_rows = [tuple(r) for r in rows]
             else:
-                self.stop()
+                self.give_up()
         return self.integrity_rows
 
     def result(self) -> dict | None:
         """``{"basis_tx", "digest"}`` from the child (its second line)."""
         if self.integrity() is None:
             return None
-        found = self._line()
+        found = self.read()
         self.stop()  # its work is done (or worthless): reap it
         if found is None or type(found.get("basis_tx")) is not int \
                 or not isinstance(found.get("digest"), str) or len(found["digest"]) != 64:
             return None
         return found
-
-    def stop(self) -> None:
-        """Kill the child if it still runs (verification failed or was interrupted)."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
 
 
 class _IntegrityOf:
@@ -111,21 +84,16 @@ def main(argv: list[str]) -> int:
     from fgraph.streams.snapshot import logical_digest
 
     conn = open_immutable_copy(argv[0])
-    out = sys.stdout.buffer
     try:
-        out.write(orjson.dumps({"integrity": integrity_rows(conn)}) + b"\n")
-        out.flush()
+        answer({"integrity": integrity_rows(conn)})
         with read_transaction(conn):
             basis = conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
             digest = logical_digest(conn, basis)
     finally:
         conn.close()
-    out.write(orjson.dumps({"basis_tx": basis, "digest": digest}) + b"\n")
+    answer({"basis_tx": basis, "digest": digest})
     return 0
 
 
 def child(argv: list[str]) -> int:
-    try:
-        return main(argv)
-    except Exception:  # noqa: BLE001 - the parent sees a non-zero exit and computes the digest itself
-        return 1
+    return child_main(main, argv)

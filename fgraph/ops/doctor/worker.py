@@ -18,12 +18,9 @@ so the report is the same either way.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
-import orjson
+from fgraph.ops.workers import LineChild, answer, child_main, spawn
 
-# Run with -c, not -m: the package imports this module, and runpy warns about that.
 CHILD = "import sys; from fgraph.ops.doctor.worker import child; sys.exit(child(sys.argv[1:]))"
 
 # Below this size the worker's start-up (~0.3 s) costs more than it saves.
@@ -38,61 +35,34 @@ def worth_it(path: str) -> bool:
     return size >= MIN_BYTES
 
 
-class CheckWorker:
+class CheckWorker(LineChild):
     """The child process; ``retracted()`` and ``integrity()`` are None whenever it cannot be trusted."""
 
     def __init__(self, path: str):
+        super().__init__(None)
         self.path = path
-        self.proc: subprocess.Popen | None = None
-        self.failed = False
 
     def start(self) -> None:
-        argv = [sys.executable, "-c", CHILD, self.path]
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL)
-        except OSError:
-            self.failed = True
-
-    def _line(self, key: str):
-        if self.failed or self.proc is None:
-            return None
-        try:
-            found = orjson.loads(self.proc.stdout.readline())
-        except (orjson.JSONDecodeError, OSError, ValueError):
-            found = None
-        if not isinstance(found, dict) or key not in found:
-            self.failed = True
-            self.stop()
-            return None
-        return found[key]
+        self.proc = spawn(CHILD, self.path)
+        self.failed = self.proc is None
 
     def retracted(self) -> tuple[int, tuple | None] | None:
         """(disagreeing retracted facts, first as (fact id, attribute) or None), or None to check here."""
-        found = self._line("retracted")
+        found = self.read("retracted")
+        found = found["retracted"] if found is not None else None
         if not (isinstance(found, list) and len(found) == 2 and type(found[0]) is int
                 and (found[1] is None or (isinstance(found[1], list) and len(found[1]) == 2))):
-            self.failed = True
-            self.stop()
-            return None
+            return self.give_up()
         return found[0], tuple(found[1]) if found[1] is not None else None
 
     def integrity(self) -> list | None:
         """The integrity check's rows, or None to run it here."""
-        found = self._line("integrity")
+        found = self.read("integrity")
+        found = found["integrity"] if found is not None else None
         if not isinstance(found, list):
-            self.failed = True
-            self.stop()
-            return None
+            return self.give_up()
         self.stop()
         return [tuple(row) for row in found]
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
 
 
 def main(argv: list[str]) -> int:
@@ -111,22 +81,16 @@ def main(argv: list[str]) -> int:
             return self.conn.execute(sql, args).fetchone()
 
     conn = open_connection(argv[0], read_only=True)
-    out = sys.stdout.buffer
     try:
         with read_transaction(conn):
             walk = FactWalk(_Reader(conn), asserting=False)
             bad = walk.finish()
-        out.write(orjson.dumps({"retracted": [bad, walk.first]}) + b"\n")
-        out.flush()
-        out.write(orjson.dumps({"integrity": integrity_rows(conn)}) + b"\n")
-        out.flush()
+        answer({"retracted": [bad, walk.first]})
+        answer({"integrity": integrity_rows(conn)})
     finally:
         conn.close()
     return 0
 
 
 def child(argv: list[str]) -> int:
-    try:
-        return main(argv)
-    except Exception:  # noqa: BLE001 - the parent sees no answer and runs these checks itself
-        return 1
+    return child_main(main, argv)
