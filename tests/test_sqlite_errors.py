@@ -35,3 +35,12 @@ def test_bugs_are_not_disguised_as_environment_failures(raised):
 def test_the_backup_apis_lost_code_reads_as_a_failed_write():
     typed = translate(apsw.IOError("not an error"))
     assert "not an error" not in str(typed) and "a write failed" in str(typed)
+
+
+def test_as_typed_is_the_faces_one_boundary():
+    from fgraph.core.errors import NotFound
+    from fgraph.core.sqlite_errors import as_typed
+    mine = NotFound("x", "y")
+    assert as_typed(mine) is mine
+    assert as_typed(apsw.FullError("disk full")).name == "TooLarge"
+    assert as_typed(RuntimeError("a bug")) is None

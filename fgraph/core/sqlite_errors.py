@@ -14,6 +14,12 @@ from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, Too
 
 
 
+def as_typed(exc: BaseException) -> FgraphError | None:
+    """What a face (CLI, MCP) shows for ``exc``: a typed error as it is, an SQLite failure of the
+    environment translated, None for anything else (a bug: "internal error")."""
+    return exc if isinstance(exc, FgraphError) else translate(exc)
+
+
 def translate(exc: BaseException, *, writing: bool = False) -> FgraphError | None:
     """The typed error for an SQLite failure of the environment; None for anything else (a bug)."""
     after = "; the transaction was rolled back, nothing of it was written" if writing else ""

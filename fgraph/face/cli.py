@@ -27,7 +27,6 @@ holds logic of its own.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -39,12 +38,11 @@ from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.face import ingest
 from fgraph.face.data_source import open_data
 from fgraph.core.canonical import dumps
-from fgraph.core.errors import FgraphError
-from fgraph.core.sqlite_errors import translate
+from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX
 from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
-                                  _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
+                                  _print_result, _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
                                   provenance_options)
 from fgraph.face.paths import resolve_db_path
 from fgraph.face.progress import beside, counted, progress, reading
@@ -304,8 +302,7 @@ def restore_backup(ctx, backup_file, dest):
     """Install the physical backup BACKUP at DEST (new or empty file), verified."""
     with fgraph.restore_backup(backup_file, dest) as db:
         result = {"basis_tx": db.latest_tx(), "digest": db.logical_digest(), "path": dest}
-    _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,
-                                                                    ensure_ascii=False))
+    _print_result(ctx, result)
 
 
 @cli.command()
@@ -328,8 +325,7 @@ def verify(ctx, src):
     from fgraph.streams.verify import verify as verify_stream
     with ingest.open_stream(src, sys.stdin) as handle:
         result = verify_stream(handle)
-    _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,
-                                                                    ensure_ascii=False))
+    _print_result(ctx, result)
 
 
 @cli.command()
@@ -365,16 +361,13 @@ def run(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return EXIT_USAGE if isinstance(exc, click.UsageError) else EXIT_ERROR
-    except FgraphError as exc:
-        _error_line(f"{exc.name}: {exc}")
-        return EXIT_ERROR
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE
     except (KeyboardInterrupt, click.Abort):
         return EXIT_INTERRUPT
     except Exception as exc:
-        typed = translate(exc)
+        typed = as_typed(exc)
         if typed is not None:
             _error_line(f"{typed.name}: {typed}")
             return EXIT_ERROR

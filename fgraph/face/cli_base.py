@@ -158,10 +158,13 @@ def _run(ctx: click.Context, mode: str, call) -> None:
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
     with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
         result = plain(call(db))
-    if ctx.meta.get(_JSON):
-        _write_line(dumps(result))
-    else:
-        _write_line(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    _print_result(ctx, result)
+
+
+def _print_result(ctx: click.Context, result) -> None:
+    """A command's result: canonical JSON on one line with ``--json``, else indented for people."""
+    _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,
+                                                                    ensure_ascii=False))
 
 
 def _run_text(ctx: click.Context, mode: str, call) -> None:

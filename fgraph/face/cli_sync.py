@@ -8,15 +8,13 @@ the summary is printed, exit 0) and prints the summary like every other command.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 
 import click
 
-from fgraph.core.canonical import dumps
 from fgraph.core.errors import ValueTypeError
 from fgraph.face import sync as _sync
-from fgraph.face.cli_base import _DB, _JSON, _write_line, cli, common_options
+from fgraph.face.cli_base import _DB, _print_result, cli, common_options
 from fgraph.face.paths import resolve_db_path
 
 
@@ -80,5 +78,4 @@ def sync(ctx, sources, target, batch_size, follow, interval):
     stop = _Stop()
     with stop.installed() if follow else contextlib.nullcontext():
         result = _sync.sync(sources, target, batch_size=batch_size, follow=follow, interval=interval, stop=stop)
-    _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,
-                                                                    ensure_ascii=False))
+    _print_result(ctx, result)

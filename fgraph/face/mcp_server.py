@@ -23,8 +23,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 
 import fgraph
-from fgraph.core.errors import FgraphError
-from fgraph.core.sqlite_errors import translate
+from fgraph.core.sqlite_errors import as_typed
 from fgraph.face.mcp_resources import Resources
 from fgraph.face.mcp_tools import Tools
 
@@ -42,35 +41,32 @@ REMEMBER = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotent
 DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 
 
-def _tool_errors(fn):
-    """Our typed errors reach the agent as the tool's error text (the SDK prefixes the tool name)."""
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except FgraphError as exc:
-            raise ToolError(str(exc)) from None
-        except Exception as exc:
-            typed = translate(exc)
-            if typed is None:
-                raise
-            raise ToolError(str(typed)) from None
-    return call
+def _boundary(error: type[Exception]):
+    """Our typed errors (and SQLite's failures of the environment) reach the agent as ``error``
+    with our message; anything else is a bug and stays one (the SDK reports it)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                typed = as_typed(exc)
+                if typed is None:
+                    raise
+                raise error(str(typed)) from None
+        return call
+    return wrap
+
+
+_tool_errors = _boundary(ToolError)  # the SDK prefixes the tool name
 
 
 def _resource_errors(fn):
-    """A failing read is a JSON-RPC error with our message (the SDK adds the URI as data)."""
+    """A resource body is indented JSON; a failing read is a JSON-RPC error with our message."""
+    @_boundary(ResourceError)
     @functools.wraps(fn)
     def read(*args, **kwargs):
-        try:
-            return json.dumps(fn(*args, **kwargs), indent=2, ensure_ascii=False)
-        except FgraphError as exc:
-            raise ResourceError(str(exc)) from None
-        except Exception as exc:
-            typed = translate(exc)
-            if typed is None:
-                raise
-            raise ResourceError(str(typed)) from None
+        return json.dumps(fn(*args, **kwargs), indent=2, ensure_ascii=False)
     return read
 
 
