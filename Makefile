@@ -29,6 +29,7 @@ demo: $(STAMP)
 	@bash docs/demo.sh $(BIN)/fgraph
 
 test: $(STAMP) litestream-if-reachable
+	$(BIN)/ruff check fgraph tests conformance benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -rs
 

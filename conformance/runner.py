@@ -748,7 +748,7 @@ class LibraryAdapter(Adapter):
         if action == "facts":
             connection = getattr(self.db, "connection", None)
             if connection is None:
-                connection = getattr(self.db, "_connection")
+                connection = self.db._connection
             return _facts_rows(connection)
         if action == "tx":
             call = lambda: ctx.transact(value, **step.get("options", {}))  # noqa: E731

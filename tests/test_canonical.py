@@ -185,14 +185,14 @@ def test_rejected_values(bad):
 
 
 def test_subclasses_are_normalized():
-    class I(enum.IntEnum):
+    class Int(enum.IntEnum):
         A = 7
 
     class S(str):
         def __str__(self):
             return "other"
 
-    assert dumps({"a": I.A, S("k"): S("v"), "f": 1.0}) == '{"a":7,"f":1,"k":"v"}'
+    assert dumps({"a": Int.A, S("k"): S("v"), "f": 1.0}) == '{"a":7,"f":1,"k":"v"}'
 
 
 def test_stock_encoder_table_canonical_column():

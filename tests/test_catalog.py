@@ -328,7 +328,7 @@ def test_cache_stays_bounded_and_correct_through_many_lookups(db):
     cache = SmallCache()
     cat = Catalog(db.connection, cache=cache)
     expected = {f"e{i}": 65 + i + (1 if i else 0) for i in range(30)}   # e0 65, x/v 66, e1 67, ...
-    for round_ in range(3):
+    for _round in range(3):
         for name, ident in expected.items():
             assert cat.id_by_name(name) == ident
             assert cat.name_of(ident) == name

@@ -356,7 +356,7 @@ def test_garbage_to_every_command_never_shows_a_traceback(tmp_path):
 
 def test_every_command_is_documented():
     text = DOCS.read_text(encoding="utf-8")
-    for name, command in cli.cli.commands.items():
+    for name in cli.cli.commands:
         assert f"`{name}" in text, name
     for error in ("NotFound", "Conflict", "SchemaError", "TypeError", "QueryError", "FormatError", "ReadOnly",
                   "TooLarge", "Unsupported"):

@@ -46,7 +46,7 @@ pytestmark = [
 EXAMPLES = int(os.environ.get("FGRAPH_EXAMPLES", "8"))
 
 
-from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, peer_replay, run_cli  # noqa: F401
+from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, peer_replay, run_cli  # noqa: E402, F401 - after the constants the peer helpers read
 
 
 def ours(path: Path, fn, *, read_only: bool = False):

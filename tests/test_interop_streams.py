@@ -47,7 +47,7 @@ BOUNDARIES = UPSTREAM / "portable-boundaries.json"
 EXAMPLES = int(os.environ.get("FGRAPH_EXAMPLES", "10"))
 
 
-from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, peer_replay, run_cli  # noqa: F401
+from tests.peerlib import ENV, CliError, deterministic_env, ndjson, our_executable, peer, peer_json, peer_replay, run_cli  # noqa: E402, F401 - after the constants the peer helpers read
 
 
 def our_replay(path: Path, transactions: list) -> tuple[list, int]:

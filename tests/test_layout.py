@@ -67,7 +67,7 @@ def test_shipped_ddl_is_the_repository_schema_file():
     shipped = importlib.resources.files("fgraph.schema").joinpath("format-v2.sql").read_bytes()
     assert shipped == (REPO / "schema" / "format-v2.sql").read_bytes()
     text = shipped.decode("utf-8")
-    assert layout.ddl_text() == "\n".join(l for l in text.splitlines() if not l.startswith("--")) + "\n"
+    assert layout.ddl_text() == "\n".join(line for line in text.splitlines() if not line.startswith("--")) + "\n"
     assert "--" not in layout.ddl_text()
 
 
@@ -81,7 +81,7 @@ def test_ddl_is_byte_identical_to_the_spec():
 def test_expected_objects_are_the_fifteen_required():
     expected = layout.expected_objects()
     assert {name: kind for name, (kind, _) in expected.items()} == REQUIRED
-    for kind, sql in expected.values():
+    for _kind, sql in expected.values():
         assert sql == sql.lower() and "  " not in sql and "\n" not in sql
     assert expected["fgraph_txin"] == ("index", "create index fgraph_txin on fgraph_facts (tx)")
 

@@ -145,10 +145,10 @@ def test_rejected_wire_values(raw):
 
 
 def test_subclasses_and_python_bytes():
-    class I(enum.IntEnum):
+    class Int(enum.IntEnum):
         A = 3
 
-    assert from_wire(I.A) == Value(TAG_INT, 3) and type(from_wire(I.A).v) is int
+    assert from_wire(Int.A) == Value(TAG_INT, 3) and type(from_wire(Int.A).v) is int
     assert from_wire(b"abc") == Value(TAG_BYTES, b"abc")
     assert from_wire({"bytes": b"abc"}) == Value(TAG_BYTES, b"abc")
 

@@ -43,7 +43,7 @@ def test_whole_files_are_described(files):
 
 @pytest.mark.parametrize("damage, error, line", [
     (lambda s: s.replace("Ada L.", "Ada X."), "TypeError", "line 4"),             # payload no longer hashes
-    (lambda s: "".join(l + "\n" for l in s.splitlines()[:-1]), "TypeError", None),  # footer removed
+    (lambda s: "".join(line + "\n" for line in s.splitlines()[:-1]), "TypeError", None),  # footer removed
     (lambda s: s.replace('"facts":', '"facts":9', 1), "TypeError", None),
     (lambda s: s + '{"x":1}\n', "TypeError", None),
     (lambda s: s[:-20], "TypeError", None),

@@ -313,7 +313,7 @@ class Commit:
     def retract_rows(self, rows, tx: int) -> None:
         nohistory = {}
         freed = set()
-        for fact_id, e, a, value, _ in rows:
+        for fact_id, _e, a, value, _ in rows:
             if a not in nohistory:
                 nohistory[a] = self.planner.nohistory(a)
             freed.add(self.rows.retract(fact_id, value.v, value.t, tx, delete=nohistory[a]))

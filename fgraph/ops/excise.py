@@ -139,7 +139,10 @@ def _write(session: WriteSession, cat: Catalog, x: int, latest: int, operation_i
     conn = session.conn
     name = cat.name_of(x)
     selector = name if name is not None else {"eid": gid_to_uuid(cat.gid_of(x))}
-    local = (lambda i: cat.name_of(i) if cat.name_of(i) is not None else i)
+
+    def local(i):
+        return cat.name_of(i) if cat.name_of(i) is not None else i
+
     tx = cat.next_id()
     event = session.event_factory(tx)
     at = transaction_time(read_clock(session.clock), cat.tx_at(latest))

@@ -46,12 +46,12 @@ class Inverse:
         if not cat.is_transaction(target):
             raise NotFound(f"transaction {target} was not found", "use a transaction id returned by transact()")
         conn = cat.conn
-        for fact_id, e, a, v, t in conn.execute(
+        for _fact_id, e, a, v, t in conn.execute(
                 "SELECT id, e, a, v, t FROM fgraph_facts INDEXED BY fgraph_txin WHERE tx = ? AND rx IS NULL "
                 "AND e != ? ORDER BY id", (target, target)).fetchall():
             slot = planner.slot(e, a)
             planner.remove(slot, (t, v))
-        for fact_id, e, a, v, t in conn.execute(
+        for _fact_id, e, a, v, t in conn.execute(
                 "SELECT id, e, a, v, t FROM fgraph_facts INDEXED BY fgraph_txout WHERE rx = ? ORDER BY id",
                 (target,)).fetchall():
             blob = cat.blob(v) if t in values.INDIRECT_TAGS else None

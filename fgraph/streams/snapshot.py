@@ -152,6 +152,6 @@ def logical_digest(conn, basis: int | None = None) -> str:
     with ``fgraph snapshot | tail -1``.
     """
     footer = None
-    for footer in iter_snapshot(conn, basis):
+    for footer in iter_snapshot(conn, basis):  # noqa: B007 - the last line is the footer
         pass
     return footer[footer.rindex('"sha256":"') + 10:-2]

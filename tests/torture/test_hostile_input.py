@@ -59,7 +59,7 @@ def _attempt(call, db, counts: Counter, what: str) -> None:
         assert (db.latest_tx(), db.logical_digest()) == before, f"a refused {what} changed the database: {exc}"
     except Hang:
         counts["hangs"] += 1
-        raise AssertionError(f"{what} hung for {PER_CALL_SECONDS} s")
+        raise AssertionError(f"{what} hung for {PER_CALL_SECONDS} s") from None
     finally:
         signal.alarm(0)
 
