@@ -32,7 +32,7 @@ from fgraph.query import browse_sql
 
 needs_datasette = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
                                      reason="Datasette is not installed (pip install -e '.[test,browse]')")
-CLI = [sys.executable, "-m", "fgraph.face.cli"]
+CLI = [sys.executable, "-m", "fgraph.cli.main"]
 START_TIMEOUT = 60   # seconds for the server to print its URL (Datasette imports take a while on a busy machine)
 
 # The holder: opens the store writable, commits one transaction, and keeps the file (and its WAL) open,
@@ -319,7 +319,7 @@ def test_without_datasette_the_error_names_the_extra(tmp_path):
     path = tmp_path / "t.fgraph"
     with fgraph.connect(str(path)):
         pass
-    hide_datasette = ("import sys; sys.modules['datasette'] = None; from fgraph.face.cli import main; "
+    hide_datasette = ("import sys; sys.modules['datasette'] = None; from fgraph.cli.main import main; "
                       "main(sys.argv[1:])")
     result = run_cli("--db", str(path), "browse", "--port", "0", code=hide_datasette)
     assert result.returncode == 1, result.stderr
@@ -361,7 +361,7 @@ def test_ctrl_c_is_an_interrupt_even_when_the_serving_task_finished_first(tmp_pa
 
     import uvicorn
 
-    from fgraph.face import browse
+    from fgraph.bridges import browse
 
     server = browse._Server(uvicorn.Config(lambda scope, receive, send: None))
     server.handle_exit(signal.SIGTERM, None)

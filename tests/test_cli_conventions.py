@@ -15,8 +15,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from fgraph.face import cli_help, cli_reference
-from fgraph.face.cli import cli, run
+from fgraph.cli import help as cli_help
+from fgraph.cli import reference as cli_reference
+from fgraph.cli.main import cli, run
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
@@ -40,11 +41,11 @@ def test_each_command_is_loaded_from_the_module_the_group_names():
     its table of homes must name the module that really defines each command."""
     import inspect
 
-    from fgraph.face import cli_base
+    from fgraph.cli import base as cli_base
     homes = {name: inspect.getmodule(command.callback).__name__ for name, command in cli.commands.items()}
     assert homes == {name: cli_base.COMMAND_HOMES.get(name, cli_base.MAIN_MODULE) for name in homes}
     for name in homes:  # a fresh interpreter finds every command by its name alone
-        probe = f"from fgraph.face.cli_base import cli; import sys; sys.exit(cli.get_command(None, {name!r}) is None)"
+        probe = f"from fgraph.cli.base import cli; import sys; sys.exit(cli.get_command(None, {name!r}) is None)"
         assert subprocess.run([sys.executable, "-c", probe]).returncode == 0, name
 
 
@@ -115,6 +116,6 @@ def test_bash_completes_commands_and_choices_for_real():
 def test_docs_cli_md_reference_is_generated_from_the_commands():
     text = DOCS.read_text(encoding="utf-8")
     assert cli_reference.spliced(text, cli_reference.render(cli)) == text, \
-        "docs/cli.md is stale: run python -m fgraph.face.cli_reference --write docs/cli.md"
+        "docs/cli.md is stale: run python -m fgraph.cli.reference --write docs/cli.md"
     for name in cli.commands:
         assert f"### `{name}`" in text

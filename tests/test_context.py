@@ -150,8 +150,8 @@ def test_the_cli_prints_markdown_as_text_and_json_on_request(tmp_path):
 
 
 def test_the_mcp_tool_and_resource_render_the_same(db):
-    from fgraph.face.mcp_resources import Resources
-    from fgraph.face.mcp_tools import Tools
+    from fgraph.mcp.resources import Resources
+    from fgraph.mcp.tools import Tools
     tools = Tools(db)
     assert tools.context(budget=300)["data"] == db.context(budget=300)
     assert tools.context(limit=2, entity="ada")["data"] == db.context(limit=2, entity="ada")

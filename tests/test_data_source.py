@@ -8,8 +8,8 @@ import io
 import pytest
 
 from fgraph.core.errors import FormatError, TooLarge
-from fgraph.face import data_source
-from fgraph.face.data_source import DataSource, open_data, read_bounded_text, text_lines
+from fgraph.bridges import data_source
+from fgraph.bridges.data_source import DataSource, open_data, read_bounded_text, text_lines
 
 
 class BinaryStdin:

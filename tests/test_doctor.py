@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph.face import cli
+from fgraph.cli import main as cli
 from fgraph.ops import doctor
 from fgraph.core.errors import FormatError, ReadOnly
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable

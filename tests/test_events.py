@@ -131,7 +131,7 @@ def test_killed_writer_mid_transaction_is_invisible(store):
 def test_follow_cli_pipe_ends_quietly(store):
     _, path = store
     env = dict(os.environ)
-    proc = subprocess.run(f"'{sys.executable}' -m fgraph.face.cli --db '{path}' tail | head -1", shell=True,
+    proc = subprocess.run(f"'{sys.executable}' -m fgraph.cli.main --db '{path}' tail | head -1", shell=True,
                           capture_output=True, env=env, timeout=60)
     assert proc.stdout.count(b"\n") == 1
     assert b"Traceback" not in proc.stderr

@@ -16,7 +16,7 @@ import pytest
 
 import fgraph
 from fgraph.core.values import parse_instant
-from fgraph.face.import_formats import relation_attribute
+from fgraph.bridges.import_formats import relation_attribute
 
 FIXTURES = Path(__file__).with_name("fixtures") / "import"
 MEMORY = FIXTURES / "mcp-memory.jsonl"

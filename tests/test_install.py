@@ -37,7 +37,7 @@ PACKAGE = REPO / "fgraph"
 CACHE = REPO / "build" / "user-install"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 # The modules that need an extra: the CLI imports them only in the command that uses them.
-EXTRA_MODULES = {"fgraph.face.browse": "browse"}
+EXTRA_MODULES = {"fgraph.bridges.browse": "browse"}
 
 
 # -- what the project declares and what its code imports -----------------------------------------

@@ -124,7 +124,7 @@ def test_a_missing_file_is_not_found_and_nothing_is_created(tmp_path):
 def test_the_read_only_connection_refuses_a_forced_write(store):
     """Annotations are advice; the connection is the guarantee: a handler that tried to write
     on the server's handle would be refused by SQLite itself."""
-    from fgraph.face.mcp_tools import Tools
+    from fgraph.mcp.tools import Tools
     with fgraph.connect(str(store), read_only=True) as db:
         tools = Tools(db)
         with pytest.raises(fgraph.FgraphError):
@@ -215,7 +215,7 @@ def test_schema_pages_follow_their_cursor_at_its_basis(store):
 
 def test_every_tool_is_documented():
     """docs/mcp.md names every tool the server can list (read-only and with --write) and every resource template."""
-    from fgraph.face.mcp_server import build
+    from fgraph.mcp.server import build
     text = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
 
     async def names():

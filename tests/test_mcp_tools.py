@@ -1,4 +1,4 @@
-"""The MCP tool bodies without a client (fgraph/face/mcp_tools.py): the 262,144-byte cap at its
+"""The MCP tool bodies without a client (fgraph/mcp/tools.py): the 262,144-byte cap at its
 edge, the compact report of a committed write too large for it (README decision 12), and the
 argument rules of spec 10 §3.3 and §5."""
 
@@ -8,7 +8,7 @@ import pytest
 
 import fgraph
 from fgraph.core.canonical import dumps_bytes
-from fgraph.face.mcp_tools import RESPONSE_CAP, Tools, compact
+from fgraph.mcp.tools import RESPONSE_CAP, Tools, compact
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import apsw
 import pytest
 
 import fgraph
-from fgraph.face import cli
+from fgraph.cli import main as cli
 from fgraph.core import connection
 from fgraph.core.rows import Rows
 from fgraph.ops import scrub

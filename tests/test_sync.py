@@ -20,7 +20,7 @@ import pytest
 
 import fgraph
 from fgraph.core.errors import Conflict, ValueTypeError
-from fgraph.face import cli
+from fgraph.cli import main as cli
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 SOURCES = ("a", "b", "c")
@@ -297,7 +297,7 @@ def test_bad_inputs(tmp_path):
 
 
 def test_the_library_checks_its_arguments(tmp_path):
-    from fgraph.face import sync as library
+    from fgraph.bridges import sync as library
     with pytest.raises(ValueTypeError):
         library.sync([], str(tmp_path / "t.db"))
     with pytest.raises(ValueTypeError):
@@ -371,7 +371,7 @@ def test_across_sources_the_later_arrival_wins_not_the_later_write(tmp_path):
 
 def test_a_conflict_is_the_typed_error_of_apply(tmp_path):
     """The library raises the error class apply raised, with the source and event attached."""
-    from fgraph.face import sync as library
+    from fgraph.bridges import sync as library
     for name, seed in (("a", "src-a"), ("b", "src-b")):
         with fgraph.connect(str(tmp_path / f"{name}.db"), event_factory=seeded(seed)) as db:
             db.declare("user/email", type="text", unique=True)

@@ -3,5 +3,5 @@ the connection policy, the catalog of indexed lookups, planning, constraints, th
 writer (``transact``), reads and the error types.
 
 May import: the standard library, apsw and orjson — and nothing else of fgraph.
-Everything above (streams, ops, query, db, face) builds on this wing.
+Everything above (streams, ops, query, db, bridges, mcp, cli) builds on this wing.
 """

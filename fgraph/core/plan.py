@@ -4,9 +4,9 @@ The planner keeps a working set per (entity, attribute) over the live state,
 loaded lazily through indexed lookups. New identities are placeholders until the
 plan is final; unused anonymous ones are dropped and the ids compacted.
 
-Size: the planner is one state machine over the working set (selectors, values, the
-four operations, whole-entity retraction, the final delta); its final-state checks already live
-in constraints.py, names in names.py and the schema cache in schema_cache.py.
+The planner is split on its seams: selectors and identities in selectors.py, the operations in
+operations.py (both base classes of ``Planner``), the final-state checks in constraints.py (a
+part, by composition), names in names.py and the schema cache in schema_cache.py.
 """
 
 from __future__ import annotations
@@ -16,27 +16,27 @@ import itertools
 from fgraph.core import values
 from fgraph.core.catalog import Catalog
 from fgraph.core.constraints import TYPE_TAGS, Constraints
-from fgraph.core.errors import Conflict, NotFound, SchemaError, Unsupported, ValueTypeError
-from fgraph.core.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX, system_names)
+from fgraph.core.errors import Conflict, Unsupported, ValueTypeError
+from fgraph.core.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL)
 from fgraph.core.values import RefWire, Value
-from fgraph.core.limits import INT64_MAX, INT64_MIN
-from fgraph.core.names import ATTRIBUTE_RE, check_attribute_name, check_name
+from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.core.schema_cache import SchemaCache
+from fgraph.core.operations import Operations
+from fgraph.core.selectors import Identities, NewIdent  # noqa: F401 - NewIdent is part of the planner's interface
 
 OPERATIONS = ("assert", "retract", "cas")
 SCHEMA_ATTRS = frozenset({A_TYPE, A_MANY, A_UNIQUE, A_NOHISTORY, A_DIMS, A_VECTOR_MODEL})
 
 
-class NewIdent:
-    """A placeholder for an identity this transaction allocates."""
+class WritePolicy:
+    """How a plan may make identities: a direct write may allocate freely and may not refer to
+    transactions as plain refs; a replay changes both (``core.replay.ReplayPolicy``)."""
 
-    __slots__ = ("kind", "key", "id", "gid")
+    replaying = False
+    allocation_closed = False
 
-    def __init__(self, kind: str, key: str | None):
-        self.kind, self.key, self.id, self.gid = kind, key, None, None
 
-    def __repr__(self) -> str:
-        return f"NewIdent({self.kind}, {self.key!r}, id={self.id})"
+DIRECT_WRITE = WritePolicy()
 
 
 class Slot:
@@ -53,12 +53,17 @@ class Slot:
         self.items = set()          # request items that touched this slot
 
 
-class Planner(Constraints):
+class Planner(Identities, Operations):
+    """Expands one request, item by item, into the delta it commits (spec 03 §5).
 
+    ``policy`` is how identities may be made: a direct write's (the default) or a replay's
+    (``core.replay.ReplayPolicy``: refs to transactions resolve normally, and once the record's
+    created identities are allocated every further one is refused)."""
 
-    """Expands one request, item by item, into the delta it commits (spec 03 §5)."""
-    def __init__(self, catalog: Catalog, schema_cache: SchemaCache | None = None):
+    def __init__(self, catalog: Catalog, schema_cache: SchemaCache | None = None, policy=None):
         self.cat = catalog
+        self.policy = policy if policy is not None else DIRECT_WRITE
+        self.constraints = Constraints(self)
         self.schema_cache = schema_cache if schema_cache is not None else SchemaCache()
         self.slots: dict[tuple, Slot] = {}
         self.new: list[NewIdent] = []
@@ -66,8 +71,6 @@ class Planner(Constraints):
         self.resolved: dict[str, object] = {}   # name -> stored id or NewIdent, as resolved in this plan
         self.tmps: dict[str, NewIdent] = {}
         self.eid_overrides: dict[str, object] = {}   # apply: source eids -> local handles
-        self.replaying = False                        # apply: refs to transactions resolve normally
-        self.allocation_closed = False                # apply: every new identity must be listed
         self.owners: dict[tuple, list] = {}     # (a, key) -> entities that gained that value
         self.seq = itertools.count()
         self.tx = NewIdent("tx", None)
@@ -81,115 +84,6 @@ class Planner(Constraints):
         self.double_assertions: list = []       # slots that got a second pending value (judged in finish)
         self._stored_dims: dict = {}            # attribute -> dimension of its stored vectors, see stored_dims
         self.entity_retractions: dict = {}      # (id(slot), key) -> holder (None: own fact) of ["retract", e]
-
-    # -- identities -----------------------------------------------------------
-    def _allocate(self, kind: str, key: str | None) -> NewIdent:
-        if self.allocation_closed:
-            raise ValueTypeError(f"the event uses identity {key!r} that its created list does not name",
-                                 "a valid event lists every identity it allocates in `created`")
-        ident = NewIdent(kind, key)
-        self.new.append(ident)
-        if kind == "name":
-            self.names[key] = ident
-        elif kind == "tmp":
-            self.tmps[key] = ident
-        return ident
-
-    def allocate_listed(self, eid: str) -> NewIdent:
-        """A new identity for an eid an applied event lists in ``created`` (it keeps that gid)."""
-        from fgraph.core.identity import uuid_to_gid
-        ident = self._allocate("tmp", "event:" + eid)
-        ident.gid = uuid_to_gid(eid)
-        return ident
-
-    def named(self, name: str, allocate: bool):
-        found = self.resolved.get(name)
-        if found is not None:
-            return found
-        if name.startswith("fgraph/") and name not in system_names():
-            raise SchemaError(f"{name!r} is in the reserved fgraph/ namespace", "choose another name")
-        found = self.cat.id_by_name(name)
-        if found is None:
-            if not allocate:
-                return None
-            found = self._allocate("name", name)
-        self.resolved[name] = found
-        return found
-
-    def entity(self, sel, *, allocate: bool, map_id: bool = False):
-        """Resolve an entity selector; None when unknown and not allocating."""
-        if isinstance(sel, bool):
-            raise ValueTypeError(f"entity selector {sel!r} is not valid", "use a name, id, lookup or tmp")
-        if isinstance(sel, str):
-            return self.named(check_name(sel, "entity name"), allocate)
-        if isinstance(sel, int):
-            if not INT64_MIN <= sel <= INT64_MAX:
-                raise ValueTypeError(f"entity id {sel} is outside the signed 64-bit range", "use an existing id")
-            if sel <= 0 or self.cat.identity(sel) is None:
-                raise NotFound(f"entity {sel} was not found", "use an id returned by a transaction")
-            return sel
-        if isinstance(sel, list):
-            return self.lookup(sel)
-        if isinstance(sel, dict) and len(sel) == 1:
-            if "tmp" in sel:
-                token = sel["tmp"]
-                if not isinstance(token, str) or token == "":
-                    raise ValueTypeError(f"tmp token {token!r} must be a non-empty string", 'write {"tmp": "t1"}')
-                return self.tmps.get(token) or self._allocate("tmp", token)
-            if "eid" in sel:
-                if map_id:
-                    raise ValueTypeError("an eid cannot be a map id",
-                                         'use the operation form ["assert", {"eid": ...}, attr, value]')
-                return self.eid(sel["eid"])
-        raise ValueTypeError(f"entity selector {sel!r} is not valid",
-                             'use a name, a positive id, ["attr", value], {"tmp": "t"} or {"eid": "uuid"}')
-
-    def eid(self, text):
-        from fgraph.core.identity import check_event_uuid, uuid_to_gid
-        check_event_uuid(text, "eid")
-        if text in self.eid_overrides:
-            return self.eid_overrides[text]
-        found = self.cat.id_by_gid(uuid_to_gid(text))
-        if found is None and self.replaying:
-            raise ValueTypeError(f"the event uses eid {text}, which is neither known here nor in its created list",
-                                 "a valid event lists every identity it allocates in `created`")
-        if found is None:
-            raise NotFound(f"no identity has eid {text}", "use an eid printed by tail, snapshot or get")
-        return found
-
-    def lookup(self, sel: list):
-        if len(sel) != 2:
-            raise ValueTypeError(f"lookup {sel!r} must be [attribute, value]", 'write ["user/email", "a@b"]')
-        name, raw = sel
-        check_attribute_name(name)
-        # A lookup resolves against the transaction's basis (published behaviour): the attribute,
-        # its uniqueness and the value's owner as committed, whatever earlier items of this
-        # request did to them.
-        a = self.cat.id_by_name(name)
-        if a is None:
-            raise NotFound(f"attribute {name!r} was not found", "declare it unique before looking up by it")
-        if not any(v == 1 for _, v in self.slot(a, A_UNIQUE).live):
-            raise SchemaError(f"attribute {name!r} is not unique, so it cannot identify an entity",
-                              f"declare it with `fgraph declare {name} --unique`")
-        value = self.plain_value(raw, allocate=False)
-        basis_type = next((v for _, v in self.slot(a, A_TYPE).live), None)
-        if value is not None and basis_type is not None and value.t not in TYPE_TAGS.get(basis_type, ()):
-            raise ValueTypeError(f"lookup value {raw!r} is {values.logical_name(value.t)}, but {name!r} "
-                                 f"requires {basis_type}", f"look up by a {basis_type} value")
-        owner = None if value is None else self.basis_owner(a, (value.t, value.v))
-        if owner is None:
-            raise NotFound(f"no entity has {name} = {raw!r}", "check the value or create the entity first")
-        return owner
-
-    def attribute(self, name, *, allocate: bool):
-        return self.named(check_attribute_name(name), allocate)
-
-    def writable(self, e) -> None:
-        # A transaction is registered by its event UUID, never by a name: named ids need no lookup.
-        if isinstance(e, int) and (e <= SYSTEM_MAX or (self.cat.name_of(e) is None and self.cat.is_transaction(e))):
-            what = "a system identity" if e <= SYSTEM_MAX else "a transaction"
-            raise Unsupported(f"entity {e} is {what} and cannot be written",
-                              "write facts about your own entities; use the tx option for transaction facts")
 
     # -- schema -----------------------------------------------------------------
     def slot(self, e, a) -> Slot:
@@ -249,7 +143,7 @@ class Planner(Constraints):
             target = self.entity(wire.selector, allocate=allocate)
             if target is None:
                 return None
-            if not self.replaying and isinstance(target, int) and isinstance(wire.selector, dict) \
+            if not self.policy.replaying and isinstance(target, int) and isinstance(wire.selector, dict) \
                     and "eid" in wire.selector and self.cat.is_transaction(target):
                 raise Unsupported("a transaction's eid cannot be a ref value in a direct write",
                                   "refer to a domain entity instead")
@@ -424,140 +318,6 @@ class Planner(Constraints):
         self.check_type_now(e, a, value)
         self.assert_fact(e, a, value)
 
-    def op_assert(self, op: list) -> None:
-        if len(op) != 4:
-            raise ValueTypeError(f"assert takes [\"assert\", e, a, v], got {len(op)} elements", "fix the arity")
-        e = self.entity(op[1], allocate=True)
-        self.writable(e)
-        self.touched.add(e)
-        a = self.attribute(op[2], allocate=True)
-        if isinstance(op[3], list):
-            raise ValueTypeError("an assert operation takes one value, not an array", "assert each value")
-        self.assert_value(e, a, op[3])
-
-    def quiet(self, sel, attribute: bool = False):
-        """Resolve for a retraction: unknown or unusable names are simply not there."""
-        if isinstance(sel, str):
-            if sel in self.names:
-                return self.names[sel]
-            if attribute and not ATTRIBUTE_RE.match(sel):
-                return None
-            return self.cat.id_by_name(sel)
-        if attribute:
-            raise ValueTypeError(f"attribute {sel!r} is not a name", "name the attribute to retract")
-        return self.entity(sel, allocate=False)
-
-    def op_retract(self, op: list) -> None:
-        if not 2 <= len(op) <= 4:
-            raise ValueTypeError(f"retract takes 2 to 4 elements, got {len(op)}", 'use ["retract", e, a?, v?]')
-        ref = op[3].get("ref") if len(op) == 4 and isinstance(op[3], dict) and len(op[3]) == 1 else None
-        if isinstance(ref, dict) and "tmp" in ref:
-            raise ValueTypeError("a tmp id cannot be a retracted ref value",
-                                 "retract the ref by name, id, lookup or eid")
-        e = self.quiet(op[1])
-        if e is None:
-            return  # retracting through an unknown name changes nothing
-        self.writable(e)
-        a = self.quiet(op[2], attribute=True) if len(op) >= 3 else None
-        if len(op) >= 3 and a is None:
-            return  # nor through an unknown attribute
-        self.touched.add(e)
-        if len(op) == 2:
-            self.retract_entity(e)
-            return
-        if len(op) == 3:
-            slot = self.slot(e, a)
-            for key in list(slot.present):
-                self.remove(slot, key)
-            slot.items.add(self.item)
-            return
-        if values.is_entity_map(op[3]) or isinstance(op[3], list):
-            raise ValueTypeError("retract takes one plain value", "pass the value to retract")
-        value = self.plain_value(op[3], allocate=False)
-        # A ref value names a stored identity, never one this request is creating (published behaviour).
-        if value is None or (value.t == values.TAG_REF and isinstance(value.v, NewIdent)):
-            raise NotFound(f"ref target {op[3]['ref']!r} was not found", "retract a value that exists")
-        self.check_type_now(e, a, value, infer=False)
-        self.remove(self.slot(e, a), (value.t, value.v))
-
-    def retract_entity(self, e) -> None:
-        """Every live fact of ``e`` and every live ref to it held by a domain entity."""
-        if isinstance(e, int):
-            for a in self.cat.live_attributes(e):
-                self.slot(e, a)
-            for _, holder, a in self.cat.live_refs_to(e):
-                if holder > SYSTEM_MAX and not self.cat.is_transaction(holder):
-                    self.slot(holder, a)
-        # All removals of this operation share one position in `retracted`; finish() orders
-        # them inside it (see retraction_order).
-        group = next(self.seq)
-        for (se, _), slot in list(self.slots.items()):
-            if se == e:
-                keys, holder = list(slot.present), None
-            elif se is not self.tx and (0, e) in slot.present:
-                if isinstance(se, int) and (se <= SYSTEM_MAX or self.cat.is_transaction(se)):
-                    continue
-                keys, holder = [(0, e)], se
-            else:
-                continue
-            for key in keys:
-                self.remove(slot, key, seq=group)
-                self.entity_retractions[(id(slot), key)] = holder
-
-    def retraction_order(self, slot: Slot, key, seq: int) -> tuple:
-        """Sort key of a retracted fact (published behaviour, docs/format.md §retracted order).
-
-        Facts follow the operations that removed them. The facts one ["retract", e] removes
-        come in fact-id order — e's own facts together with the refs held by entities that
-        some item of the request writes about (before or after the operation) — and then
-        the refs held by entities the request does not otherwise touch, in fact-id order.
-        """
-        marker = self.entity_retractions.get((id(slot), key), slot)
-        if marker is slot:
-            return (seq, 0, 0)
-        untouched = marker is not None and marker not in self.touched
-        return (seq, 1 if untouched else 0, slot.live[key])
-
-    def op_cas(self, op: list) -> None:
-        if len(op) != 5:
-            raise ValueTypeError(f"cas takes [\"cas\", e, a, expected, desired], got {len(op)} elements",
-                                 "fix the arity")
-        e = self.entity(op[1], allocate=False)
-        if e is None or isinstance(e, NewIdent):
-            raise NotFound(f"cas entity {op[1]!r} was not found", "cas needs an existing entity")
-        self.writable(e)
-        a = self.attribute(op[2], allocate=False)
-        if a is None or isinstance(a, NewIdent):
-            raise NotFound(f"cas attribute {op[2]!r} was not found", "cas needs an existing attribute")
-        if self.schema(a)["many"]:
-            raise SchemaError(f"cas needs a cardinality-one attribute; {op[2]!r} is many",
-                              "use assert/retract for cardinality-many attributes")
-        slot = self.slot(e, a)
-        if slot.items - {self.item}:
-            raise Conflict(f"cas on {op[2]!r} shares its entity and attribute with another item",
-                           "use one cas per (entity, attribute) and nothing else on it")
-        self.cas_slots.add((e, a))
-        self.touched.add(e)
-        expected = self.plain_value(op[3], allocate=False, allow_missing=True)
-        if expected is not None and expected is not values.MISSING:
-            self.check_type_now(e, a, expected, infer=False)
-        desired = self.plain_value(op[4], allocate=True, allow_missing=True)
-        current = [k for k in slot.present]
-        want = [] if expected is values.MISSING or expected is None else [(expected.t, expected.v)]
-        if current != want:
-            raise Conflict(f"cas on {op[2]!r} expected {op[3]!r} but the live value differs",
-                           "read the current value and retry with it")
-        slot.items.add(self.item)
-        if expected is not values.MISSING and desired is not values.MISSING and \
-                (expected.t, expected.v) == (desired.t, desired.v):
-            return
-        if desired is values.MISSING:
-            for key in current:
-                self.remove(slot, key)
-        else:
-            self.check_type_now(e, a, desired)
-            self.assert_fact(e, a, desired)
-
     def plan_tx_facts(self, tx_map: dict) -> None:
         self.item += 1
         self.plan_map(tx_map, entity=self.tx)
@@ -578,10 +338,10 @@ class Planner(Constraints):
         changed_schema = {id(slot.e): slot.e for slot in changed if slot.a in SCHEMA_ATTRS}
         self.schema_changed = bool(changed_schema) or any(slot.a == A_SHAPE for slot in changed)
         for a in changed_schema.values():
-            self.check_declaration(a)
+            self.constraints.check_declaration(a)
         for slot in changed:
-            self.check_slot(slot)
-        self.check_shapes()
+            self.constraints.check_slot(slot)
+        self.constraints.check_shapes()
         asserted, retracted = [], []
         for slot in changed:
             for key, (value, seq) in slot.present.items():

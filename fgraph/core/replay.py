@@ -17,10 +17,23 @@ from fgraph.core.identity import uuid_to_gid
 from fgraph.core.values import RefWire, Value
 
 
-class Replay:
-    """One validated event/1 record to commit locally."""
+class ReplayPolicy:
+    """A replay's identity policy, passed to the planner: refs to transactions resolve normally,
+    and once the record's created identities are allocated (``close``) no other may be."""
 
-    __slots__ = ("record", "text", "event", "imported_at", "created")
+    replaying = True
+
+    def __init__(self):
+        self.allocation_closed = False
+
+    def close(self) -> None:
+        self.allocation_closed = True
+
+
+class Replay:
+    """One validated event/1 record to commit locally; ``policy`` goes to its planner."""
+
+    __slots__ = ("record", "text", "event", "imported_at", "created", "policy")
 
     def __init__(self, record: dict, text: str | None = None):
         self.record = record
@@ -28,10 +41,11 @@ class Replay:
         self.event: str = record["event"]
         self.imported_at: int = record["at"]
         self.created: list = []          # identities this replay allocates for the record's eids
+        self.policy = ReplayPolicy()
 
     def plan(self, planner) -> None:
         record = self.record
-        planner.replaying = True
+        self.policy.allocation_closed = False  # a retried plan starts open again
         for sel in record["created"]:
             if isinstance(sel, str):
                 planner.named(sel, allocate=True)
@@ -42,7 +56,7 @@ class Replay:
                 found = planner.allocate_listed(eid)
                 self.created.append(found)
             planner.eid_overrides[eid] = found
-        planner.allocation_closed = True
+        self.policy.close()
         for e, a, value, tag in record["retracted"]:
             planner.item += 1
             target = planner.entity(e, allocate=False)

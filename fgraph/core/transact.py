@@ -152,7 +152,7 @@ def run_in_transaction(session: WriteSession, request: Request, req_hash, *, rep
     if request.if_basis_tx is not None and request.if_basis_tx != latest:
         raise Conflict(f"if_basis_tx {request.if_basis_tx} is stale: the latest transaction is {latest}",
                        "re-read and retry against the new basis")
-    planner = Planner(cat, schema_cache=schema_cache)
+    planner = Planner(cat, schema_cache=schema_cache, policy=replay.policy if replay is not None else None)
     if replay is not None:
         replay.plan(planner)
     if request.derived is not None:

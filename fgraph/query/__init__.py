@@ -7,5 +7,5 @@ evaluates ``where`` in SQLite over TEMP tables and counts work units; ``predicat
 ``pull``, ``results``, ``shaping`` turn bindings into rows; ``datoms`` pages the indexes;
 ``ask`` is the entry for ``q`` and ``explain``.
 
-May import: ``fgraph.core`` and ``fgraph.streams``. Never ops, db or the face.
+May import: ``fgraph.core`` and ``fgraph.streams``. Never ops, db, the bridges or the faces.
 """

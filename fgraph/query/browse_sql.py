@@ -2,7 +2,7 @@
 format-v2 file (spec 01 §5–§6), the one identity lookup its cell renderer needs, and the
 read-only connection Datasette reads through.
 
-The face (``fgraph.face.browse``) holds no SQL; it hands these strings to Datasette, which
+The face (``fgraph.bridges.browse``) holds no SQL; it hands these strings to Datasette, which
 runs them with its own ``sqlite3`` connections, so they are plain SQLite 3.37+ SQL (no
 ``unhex``) with Datasette's ``:named`` parameters. Datasette passes every parameter as text
 (an empty string when the form field is blank), hence the ``CAST``s and the ``= ''`` tests.
@@ -22,7 +22,7 @@ from fgraph.core.limits import FIRST_APP_ID, GENESIS_TX
 
 PAGE_SIZE = 100   # rows per page of the event stream and of the entity list; page on with since/after
 
-# Column names the renderer gives a meaning (fgraph.face.browse).
+# Column names the renderer gives a meaning (fgraph.bridges.browse).
 VALUE_COLUMN, TAG_COLUMN = "value", "tag"
 INSTANT_COLUMNS = frozenset({"at", "asserted_at", "retracted_at", "imported_at"})
 TX_COLUMNS = frozenset({"tx", "rx", "asserted_tx", "retracted_tx", "created_tx"})

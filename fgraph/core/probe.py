@@ -1,26 +1,15 @@
-"""Which database file a command uses: ``--db``, ``FGRAPH_DB``, or the default (spec 09 §2).
-
-The default is ``facts.fgraph`` in the current directory since 1.2.0; the
-pre-1.2 default ``fgraph.db`` is still picked up when it is the only one
-there. Whether ``facts.fgraph`` is "an initialized fgraph database" is decided
-from its SQLite header bytes (user_version at offset 60, application_id at 68,
-big-endian) without opening SQLite, so choosing a path never creates a file
-and never takes a lock. While another process keeps a new database open, its
-first commits (genesis included) may still live only in the ``-wal`` file;
-the latest committed copy of page 1 found there wins over the main file's.
+"""Is this file an initialized fgraph database? Answered from its SQLite header bytes
+(user_version at offset 60, application_id at 68, big-endian) without opening SQLite, so asking
+never creates a file and never takes a lock. While another process keeps a new database open,
+its first commits (genesis included) may still live only in the ``-wal`` file; the latest
+committed copy of page 1 found there wins over the main file's.
 """
 
 from __future__ import annotations
 
-import os
 import struct
-from collections.abc import Mapping
 
-from fgraph.core import settings
-from fgraph.core.errors import FormatError
 from fgraph.core.limits import APPLICATION_ID, USER_VERSION
-
-DEFAULT_PATH, LEGACY_PATH, ENV_VAR = settings.DEFAULT_DB_PATH, settings.LEGACY_DB_PATH, settings.DB
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
@@ -28,28 +17,6 @@ USER_VERSION_OFFSET = 60
 APPLICATION_ID_OFFSET = 68
 WAL_MAGIC_LITTLE, WAL_MAGIC_BIG = 0x377F0682, 0x377F0683
 WAL_HEADER_SIZE, WAL_FRAME_HEADER_SIZE = 32, 24
-
-
-def resolve_db_path(explicit: str | None, env: Mapping[str, str]) -> str:
-    """The path a command should open: ``explicit`` (``--db``), else ``env[FGRAPH_DB]``, else the default."""
-    if explicit is not None:
-        return _check_explicit(explicit, "--db")
-    if ENV_VAR in env:
-        return _check_explicit(env[ENV_VAR], ENV_VAR)
-    return default_path()
-
-
-def default_path(directory: str = ".") -> str:
-    """The implicit path: ``facts.fgraph``, or the legacy ``fgraph.db`` (table of 09 §2)."""
-    new = os.path.join(directory, DEFAULT_PATH) if directory != "." else DEFAULT_PATH
-    legacy = os.path.join(directory, LEGACY_PATH) if directory != "." else LEGACY_PATH
-    if not os.path.exists(new):
-        return legacy if os.path.exists(legacy) else new
-    if not os.path.exists(legacy) or is_initialized(new):
-        return new
-    raise FormatError(
-        f"legacy default database {legacy} exists and {new} is not an initialized fgraph database",
-        f"pass --db {legacy} to keep using the legacy file, or --db {new} to start the new default")
 
 
 def is_initialized(path: str) -> bool:
@@ -115,10 +82,3 @@ def _wal_checksum(data: bytes, order: str, seed: tuple[int, int]) -> tuple[int, 
         s0 = (s0 + words[i] + s1) & 0xFFFFFFFF
         s1 = (s1 + words[i + 1] + s0) & 0xFFFFFFFF
     return s0, s1
-
-
-def _check_explicit(path: str, source: str) -> str:
-    if path == "":
-        raise FormatError(f"the database path given by {source} is empty",
-                          f"pass --db PATH, or unset {ENV_VAR} to use {DEFAULT_PATH}")
-    return path

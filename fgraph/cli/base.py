@@ -1,8 +1,8 @@
 """The CLI's plumbing (spec 09): the ``cli`` group, the options every command shares, and
 ``_run``, which resolves the database path, opens it, makes one library call and prints the
-result. The commands live in ``fgraph.face.cli`` (writes, reads, streams, operations) and
-``fgraph.face.cli_questions`` (queries, schema, search); outcomes become exit codes in
-``fgraph.face.cli.run``.
+result. The commands live in ``fgraph.cli.main`` (writes, reads, streams, operations) and
+``fgraph.cli.questions`` (queries, schema, search); outcomes become exit codes in
+``fgraph.cli.main.run``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import FgraphError
-from fgraph.face.paths import resolve_db_path
+from fgraph.cli.paths import resolve_db_path
 from fgraph.core.mappings import plain
 from fgraph.core.timespec import duration_us
 from fgraph.version import __version__
@@ -45,18 +45,18 @@ class _Escaped(Exception):
         self.original = original
 
 
-# Where the commands that fgraph.face.cli does not define itself are defined. A call loads the
-# module of its own command only, and ``--help`` lists the summaries of fgraph.face.cli_help
+# Where the commands that fgraph.cli.main does not define itself are defined. A call loads the
+# module of its own command only, and ``--help`` lists the summaries of fgraph.cli.help
 # without loading any (benchmarks/startup.py); tests/test_cli_conventions.py checks this table
 # against what the modules register.
 COMMAND_HOMES = {
     **dict.fromkeys(("context", "datoms", "explain", "q", "schema", "schema-apply", "schema-check", "schema-export",
-                     "search", "shape", "validate"), "fgraph.face.cli_questions"),
-    "import": "fgraph.face.cli_import",
-    "sync": "fgraph.face.cli_sync",
-    "browse": "fgraph.face.cli_browse",
+                     "search", "shape", "validate"), "fgraph.cli.questions"),
+    "import": "fgraph.cli.imports",
+    "sync": "fgraph.cli.sync",
+    "browse": "fgraph.cli.browse",
 }
-MAIN_MODULE = "fgraph.face.cli"
+MAIN_MODULE = "fgraph.cli.main"
 
 
 class _Group(click.Group):
@@ -86,7 +86,7 @@ class _Group(click.Group):
         self._registered[name or cmd.name] = cmd
 
     def list_commands(self, ctx) -> list[str]:
-        from fgraph.face.cli_help import SUMMARIES
+        from fgraph.cli.help import SUMMARIES
         return sorted(SUMMARIES)
 
     def get_command(self, ctx, cmd_name: str):
@@ -97,13 +97,13 @@ class _Group(click.Group):
     def _conventional(self, name: str):
         command = self._registered.get(name)
         if command is not None:
-            from fgraph.face.cli_help import apply_conventions
+            from fgraph.cli.help import apply_conventions
             apply_conventions(name, command)
         return command
 
     def format_commands(self, ctx, formatter) -> None:
         """The command list from the summaries, so that ``fgraph --help`` imports no command module."""
-        from fgraph.face.cli_help import SUMMARIES
+        from fgraph.cli.help import SUMMARIES
         with formatter.section("Commands"):
             formatter.write_dl([(name, SUMMARIES[name]) for name in self.list_commands(ctx)])
 

@@ -12,7 +12,7 @@ Datasette runs in this process on uvicorn. Three things make it fgraph's view:
   ``value`` by the ``tag`` beside it (refs as links to their entity, instants as RFC 3339,
   bytes, vectors and JSON in their wire form) and links transactions to their receipt.
 
-Only ``fgraph.face.cli_browse`` imports this module, and only once it knows Datasette is there.
+Only ``fgraph.cli.browse`` imports this module, and only once it knows Datasette is there.
 """
 
 from __future__ import annotations

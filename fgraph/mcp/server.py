@@ -3,7 +3,7 @@ stdio, built on the official SDK (``mcp.server.mcpserver.MCPServer``).
 
 Read-only unless ``--write``: the default server opens the file with a read-only connection
 (``mode=ro`` and ``query_only``) and registers no write tool, so even a handler that tried to
-write would be refused by SQLite. Tool bodies live in ``fgraph.face.mcp_tools``; this module
+write would be refused by SQLite. Tool bodies live in ``fgraph.mcp.tools``; this module
 names them, gives them their schemas and annotations, turns our errors into tool errors and
 runs the transport. stdout carries protocol messages only; diagnostics go to stderr.
 """
@@ -24,8 +24,8 @@ from mcp.types import ToolAnnotations
 
 import fgraph
 from fgraph.core.sqlite_errors import as_typed
-from fgraph.face.mcp_resources import Resources
-from fgraph.face.mcp_tools import Tools
+from fgraph.mcp.resources import Resources
+from fgraph.mcp.tools import Tools
 
 TITLE = "fgraph temporal memory"
 DESCRIPTION = ("A single SQLite file of auditable facts with their full history and provenance, "

@@ -1,7 +1,7 @@
 """The command reference at the end of ``docs/cli.md``, generated from the click commands so that
 it cannot drift from them (``tests/test_cli_conventions.py`` regenerates and compares).
 
-    python -m fgraph.face.cli_reference --write docs/cli.md
+    python -m fgraph.cli.reference --write docs/cli.md
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 
 import click
 
-BEGIN = "<!-- BEGIN GENERATED REFERENCE: python -m fgraph.face.cli_reference --write docs/cli.md -->"
+BEGIN = "<!-- BEGIN GENERATED REFERENCE: python -m fgraph.cli.reference --write docs/cli.md -->"
 END = "<!-- END GENERATED REFERENCE -->"
 
 
@@ -74,7 +74,7 @@ def spliced(document: str, reference: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fgraph.face.cli import cli
+    from fgraph.cli.main import cli
     parser = argparse.ArgumentParser(description="Print or write the generated CLI reference.")
     parser.add_argument("--write", metavar="MARKDOWN", help="splice the reference into this file")
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """The ``fgraph sync`` command (issue 16); it registers itself on the ``cli`` group when imported.
 
-The work is ``fgraph.face.sync.sync``; this module parses the options, turns Ctrl-C and SIGTERM
+The work is ``fgraph.bridges.sync.sync``; this module parses the options, turns Ctrl-C and SIGTERM
 into a clean stop of ``--follow`` (the batch under way commits or rolls back, the cursor is saved,
 the summary is printed, exit 0) and prints the summary like every other command.
 """
@@ -13,9 +13,9 @@ import os
 import click
 
 from fgraph.core.errors import ValueTypeError
-from fgraph.face import sync as _sync
-from fgraph.face.cli_base import _DB, _print_result, cli, common_options
-from fgraph.face.paths import resolve_db_path
+from fgraph.bridges import sync as _sync
+from fgraph.cli.base import _DB, _print_result, cli, common_options
+from fgraph.cli.paths import resolve_db_path
 
 
 class _Stop:

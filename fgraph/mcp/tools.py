@@ -1,7 +1,7 @@
 """The MCP tools' bodies (spec 10 §3–§5): bounds checked before any work, one library call on
 a view pinned to one basis, the ``{"ok", "basis_tx", "data"}`` envelope and its 256 KiB cap.
 
-The SDK wiring (names, schemas, annotations, transport) is ``fgraph.face.mcp_server``; this
+The SDK wiring (names, schemas, annotations, transport) is ``fgraph.mcp.server``; this
 module knows nothing of it, so every rule here is testable without a client.
 """
 

@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from fgraph.face import importing
-from fgraph.face.cli_base import RW, _run, cli, common_options, provenance_options
-from fgraph.face.data_source import open_data
-from fgraph.face.progress import progress
+from fgraph.bridges import importing
+from fgraph.cli.base import RW, _run, cli, common_options, provenance_options
+from fgraph.bridges.data_source import open_data
+from fgraph.cli.progress import progress
 
 
 @cli.command("import")

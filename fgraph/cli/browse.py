@@ -1,6 +1,6 @@
 """The ``fgraph browse`` command (issue 16); it registers itself on the ``cli`` group when imported.
 
-The serving is in ``fgraph.face.browse``, which needs Datasette, an optional extra: this module
+The serving is in ``fgraph.bridges.browse``, which needs Datasette, an optional extra: this module
 imports it only when the command runs, so the rest of the CLI works without it.
 """
 
@@ -13,8 +13,8 @@ import click
 
 from fgraph.core.errors import Unsupported
 from fgraph.core.canonical import dumps
-from fgraph.face.cli_base import _DB, _JSON, _write_line, cli, common_options, connect
-from fgraph.face.paths import resolve_db_path
+from fgraph.cli.base import _DB, _JSON, _write_line, cli, common_options, connect
+from fgraph.cli.paths import resolve_db_path
 
 
 @cli.command()
@@ -52,9 +52,9 @@ def browse(ctx, host, port, open_browser):
 
 
 def _browse_module():
-    """``fgraph.face.browse``, or Unsupported when the ``browse`` extra is not installed."""
+    """``fgraph.bridges.browse``, or Unsupported when the ``browse`` extra is not installed."""
     if importlib.util.find_spec("datasette") is None:
         raise Unsupported("fgraph browse needs Datasette, which is not installed",
                           "install the extra: pip install 'fgraph[browse]'")
-    from fgraph.face import browse
+    from fgraph.bridges import browse
     return browse

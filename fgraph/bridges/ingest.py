@@ -22,7 +22,7 @@ from typing import IO
 
 from fgraph.core.canonical import loads
 from fgraph.core.errors import FgraphError, FormatError, ValueTypeError
-from fgraph.face.data_source import DataSource, read_bounded_text, text_lines
+from fgraph.bridges.data_source import DataSource, read_bounded_text, text_lines
 
 MAX_BATCH_SIZE = 10000
 INPUT_HINT = "provide JSON inline, via @file, or on stdin with '-'"
@@ -244,3 +244,10 @@ def open_stream(src: str, stdin: IO):
                           "check the path and its permissions") from None
     with handle:
         yield handle
+
+
+def verify_stream(src: str, stdin: IO) -> dict:
+    """``fgraph verify``: check a snapshot or event stream file (or stdin) without a database."""
+    from fgraph.streams.verify import verify
+    with open_stream(src, stdin) as handle:
+        return verify(handle)

@@ -2,7 +2,7 @@
 ``schema``, each a JSON body of at most 256 KiB, paged with a ``next_uri`` whose cursor binds
 the first page's basis and the request's parameters.
 
-Bodies are built from ``Db`` reads only; the SDK wiring is in ``fgraph.face.mcp_server``.
+Bodies are built from ``Db`` reads only; the SDK wiring is in ``fgraph.mcp.server``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import urllib.parse
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.errors import NotFound, TooLarge, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
-from fgraph.face.mcp_tools import _cursor, _read_cursor
+from fgraph.mcp.tools import _cursor, _read_cursor
 
 RESOURCE_CAP = 262_144
 PAGE_FACTS = 100

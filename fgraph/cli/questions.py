@@ -9,8 +9,8 @@ import sys
 import click
 
 from fgraph.core.errors import ValueTypeError
-from fgraph.face import ingest
-from fgraph.face.cli_base import (_JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, cli,
+from fgraph.bridges import ingest
+from fgraph.cli.base import (_JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, cli,
                                   common_options)
 
 
@@ -78,7 +78,7 @@ def datoms(ctx, index, components, source, limit, cursor):
 @click.pass_context
 def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filters, embed_cmd):
     """Keyword, vector or hybrid search over the current facts, fused by reciprocal rank."""
-    from fgraph.face import embed  # its subprocess machinery only for this command
+    from fgraph.bridges import embed  # its subprocess machinery only for this command
     options = embed.search_options(
         text=text, embed_cmd=embed_cmd, k=k, expand=expand, vector_attribute=vector_attribute,
         vector=None if vector is None else _json_argument(vector, "--vector"),

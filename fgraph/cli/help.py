@@ -1,7 +1,7 @@
 """The one-line summary and an example of every command, kept in one place so that the command
 list fits an 80-column terminal without "…" (click cuts a summary longer than the room left
 beside the longest command name), every ``--help`` shows how to call the command, and
-``docs/cli.md``'s generated reference (``python -m fgraph.face.cli_reference``) says the same.
+``docs/cli.md``'s generated reference (``python -m fgraph.cli.reference``) says the same.
 
 ``apply_conventions`` is applied by the ``cli`` group to each command as it hands it out.
 """

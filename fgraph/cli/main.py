@@ -1,7 +1,7 @@
 """The ``fgraph`` command line: a thin skin over the library (spec 09).
 
 A command parses its arguments, hands ``_run`` the open mode and one library
-call, and ``_run`` resolves the path (``fgraph.face.paths``), opens the database,
+call, and ``_run`` resolves the path (``fgraph.cli.paths``), opens the database,
 makes the call and prints the result. Outcomes become exit codes in one place,
 ``run()``: 0 success, 1 a typed error (``Name: message``) or an internal error,
 2 a usage error; no traceback ever reaches the user (``FGRAPH_DEBUG=1``
@@ -21,7 +21,7 @@ Every command of the contract (spec 09, and ``mcp`` of spec 10) is defined.
 
 This module holds the commands that write, read entities and history, stream and operate;
 the question commands (q, explain, datoms, search, schema, shapes) are in
-``fgraph.face.cli_questions`` and the shared plumbing in ``fgraph.face.cli_base``. No command
+``fgraph.cli.questions`` and the shared plumbing in ``fgraph.cli.base``. No command
 holds logic of its own.
 """
 
@@ -35,17 +35,17 @@ import click
 import fgraph
 from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
-from fgraph.face import ingest
-from fgraph.face.data_source import open_data
+from fgraph.bridges import ingest
+from fgraph.bridges.data_source import open_data
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX
-from fgraph.face.cli_base import (_BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
+from fgraph.cli.base import (_BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
                                   _print_result, _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
                                   provenance_options)
-from fgraph.face.paths import resolve_db_path
-from fgraph.face.progress import beside, counted, progress, reading
+from fgraph.cli.paths import resolve_db_path
+from fgraph.cli.progress import beside, counted, progress, reading
 
 AT_HELP = "Read as of a transaction id, µs instant, RFC 3339 time or duration before now (90m, 24h, 7d)."
 
@@ -322,10 +322,7 @@ def excise(ctx, ref, operation_id, if_basis_tx):
 @click.pass_context
 def verify(ctx, src):
     """Check a snapshot or event stream file without a database; exit 0 only when it is whole."""
-    from fgraph.streams.verify import verify as verify_stream
-    with ingest.open_stream(src, sys.stdin) as handle:
-        result = verify_stream(handle)
-    _print_result(ctx, result)
+    _print_result(ctx, ingest.verify_stream(src, sys.stdin))
 
 
 @cli.command()
@@ -336,7 +333,8 @@ def verify(ctx, src):
 @click.pass_context
 def mcp(ctx, write, embed_cmd):
     """Serve the database to agents over MCP on stdio (read-only unless --write)."""
-    from fgraph.face import embed, mcp_server  # the SDK loads only for this command
+    from fgraph.bridges import embed
+    from fgraph.mcp import server as mcp_server  # the SDK loads only for this command
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
     embedder = None if embed_cmd is None else (lambda text: embed.embed(embed_cmd, text))
     with connect(path, read_only=not write) as db:

@@ -1,6 +1,6 @@
 """``fgraph import FORMAT FILE``: other tools' memory files into a store, idempotently.
 
-Every valid line becomes one event/1 record (``fgraph.face.import_formats``) and batches of
+Every valid line becomes one event/1 record (``fgraph.bridges.import_formats``) and batches of
 them are applied through the library (``Db.apply_summary``): each batch is one all-or-nothing
 write, each record keeps its own ``by``, ``source`` (file and line) and time, and a record
 imported before is recognised by its event UUID and counted, not written again.
@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import FgraphError, NotFound, ValueTypeError
-from fgraph.face import import_formats
-from fgraph.face.data_source import DataSource
-from fgraph.face.import_formats import BadRecord
+from fgraph.bridges import import_formats
+from fgraph.bridges.data_source import DataSource
+from fgraph.bridges.import_formats import BadRecord
 
 DEFAULT_BATCH, MAX_BATCH = 500, 10_000
 PROBLEM_LIST_CAP = 100  # the counts stay exact; the list of problem lines is capped
