@@ -11,7 +11,7 @@ endif
 
 .PHONY: demo test torture venv bench clean litestream litestream-if-reachable
 
-# Litestream for tests/test_litestream.py and docs/replication.md: npm package 1.0.1 is the only
+# Litestream for tests/bridges/test_litestream.py and docs/replication.md: npm package 1.0.1 is the only
 # release and ships the static Litestream v0.3.13 at node_modules/<package>/litestream; the
 # checksum pins that exact binary. tools/ is ignored by git.
 LITESTREAM_NPM := @flydotio/litestream-linux-x64@1.0.1
@@ -44,7 +44,7 @@ litestream: $(LITESTREAM)
 # Without the npm registry (or npm, or on another platform) `make test` still runs: the
 # Litestream test then skips and says why.
 litestream-if-reachable:
-	@$(MAKE) --no-print-directory litestream || echo "make: Litestream not fetched; tests/test_litestream.py will skip"
+	@$(MAKE) --no-print-directory litestream || echo "make: Litestream not fetched; tests/bridges/test_litestream.py will skip"
 
 # The torture suite at full size (issue 15): kill -9, faults below SQLite, full disks, concurrency,
 # hostile input and paths; `make test` runs the same families at a bounded size. Figures:
@@ -52,7 +52,7 @@ litestream-if-reachable:
 # FGRAPH_LARGE_QUERIES the queries over the 20,000-transaction store (400; make test runs 40).
 torture: $(STAMP)
 	FGRAPH_TORTURE=full FGRAPH_QUERIES=5000 FGRAPH_LARGE_QUERIES=400 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/torture tests/test_hostile.py tests/test_interop_restore_mutations.py tests/test_interop_large_queries.py
+		tests/torture tests/test_hostile.py tests/interop/test_interop_restore_mutations.py tests/interop/test_interop_large_queries.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/transact.py

@@ -15,8 +15,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 UPSTREAM = SHARED / "fixtures" / "upstream"
-CONFORMANCE_CLOCK = 1767225600000000
-CONFORMANCE_SEED = "fgraph-conformance-v2"
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED  # noqa: E402, F401 - re-exported
 
 
 # Variables that configure the test run itself; every other FGRAPH_* variable is cleared
@@ -85,7 +84,7 @@ def requires_upstream():
 
 def pytest_terminal_summary(terminalreporter):
     """How many conformance steps each adapter actually checked (a skipped step checks nothing)."""
-    module = sys.modules.get("tests.test_conformance")
+    module = sys.modules.get("tests.interop.test_conformance")
     counts = getattr(module, "CHECKED_STEPS", None)
     totals = getattr(module, "TOTAL_STEPS", {})
     if totals:

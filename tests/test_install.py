@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED
-from tests.test_mcp import call, session_run
-from tests.test_progress import run as run_on_terminal
+from tests.mcp.test_mcp import call, session_run
+from tests.cli.test_progress import run as run_on_terminal
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "fgraph"

@@ -47,7 +47,7 @@ class _Escaped(Exception):
 
 # Where the commands that fgraph.cli.main does not define itself are defined. A call loads the
 # module of its own command only, and ``--help`` lists the summaries of fgraph.cli.help
-# without loading any (benchmarks/startup.py); tests/test_cli_conventions.py checks this table
+# without loading any (benchmarks/startup.py); tests/cli/test_cli_conventions.py checks this table
 # against what the modules register.
 COMMAND_HOMES = {
     **dict.fromkeys(("context", "datoms", "explain", "q", "schema", "schema-apply", "schema-check", "schema-export",

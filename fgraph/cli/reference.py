@@ -1,5 +1,5 @@
 """The command reference at the end of ``docs/cli.md``, generated from the click commands so that
-it cannot drift from them (``tests/test_cli_conventions.py`` regenerates and compares).
+it cannot drift from them (``tests/cli/test_cli_conventions.py`` regenerates and compares).
 
     python -m fgraph.cli.reference --write docs/cli.md
 """

@@ -132,11 +132,13 @@ class Operations:
         self.cas_slots.add((e, a))
         self.touched.add(e)
         expected = self.plain_value(op[3], allocate=False, allow_missing=True)
-        if expected is not None and expected is not values.MISSING:
+        if expected is None:  # an expected ref to nothing: NotFound, as the published runtime says
+            raise NotFound(f"entity {op[3]['ref']!r} was not found", "transact it first or use a known name/id")
+        if expected is not values.MISSING:
             self.check_type_now(e, a, expected, infer=False)
         desired = self.plain_value(op[4], allocate=True, allow_missing=True)
         current = [k for k in slot.present]
-        want = [] if expected is values.MISSING or expected is None else [(expected.t, expected.v)]
+        want = [] if expected is values.MISSING else [(expected.t, expected.v)]
         if current != want:
             raise Conflict(f"cas on {op[2]!r} expected {op[3]!r} but the live value differs",
                            "read the current value and retry with it")

@@ -1,6 +1,6 @@
 """Every environment variable fgraph reads, in one place.
 
-``SETTINGS`` is the table; docs/settings.md prints it and ``tests/test_settings.py`` checks that
+``SETTINGS`` is the table; docs/settings.md prints it and ``tests/core/test_settings.py`` checks that
 the two agree and that no other module names an ``FGRAPH_*`` variable. Code reads a setting
 through ``read(name)`` (a name not in the table is a bug, so it raises), or, for the two options
 click resolves itself (``--query-budget``, ``--by``), passes the name from here as ``envvar``.

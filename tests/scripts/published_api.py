@@ -1,5 +1,5 @@
 """A program written against the published fgraph 1.2 library (spec 11 §3): it must run unchanged
-and print the same on this runtime. tests/test_published_api.py runs it under both."""
+and print the same on this runtime. tests/interop/test_published_api.py runs it under both."""
 
 import os
 import sys

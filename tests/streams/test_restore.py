@@ -1,0 +1,190 @@
+"""Proves streams/restore.py on its own: a restore runs the caller's final check inside its write
+transaction and commits only when that check is ok; any failure leaves the destination pristine."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import fgraph
+from fgraph.core.canonical import dumps
+from fgraph.streams import restore as restore_module
+from tests.support.corerows import core_rows
+from tests.support.peerlib import deterministic_env
+from tests.support.constants import CONFORMANCE_CLOCK
+
+
+def snapshot_text() -> str:
+    with deterministic_env():
+        db = fgraph.connect(":memory:")
+        try:
+            db.transact([{"id": "ada", "p/n": 1, "p/s": "x" * 300}, {"p/anon": True}])
+            db.transact(["retract", "ada", "p/n"])
+            return db.snapshot()
+        finally:
+            db.close()
+
+
+def test_final_check_runs_inside_the_transaction_and_can_refuse():
+    text = snapshot_text()
+    db = fgraph.connect(":memory:")
+    try:
+        seen = []
+
+        def refusing(conn):
+            seen.append(conn.getautocommit())
+            return {"ok": False, "problems": ["planted"]}
+
+        with pytest.raises(fgraph.FormatError, match="planted"):
+            restore_module.restore(db.connection, text, final_check=refusing)
+        assert seen == [False]                       # called inside the write transaction
+        assert db.stats()["transactions"] == 1       # still pristine
+        assert db.restore(text, details=True)["ok"] is True        # the real doctor accepts it
+        assert db.snapshot() == text
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("cut", [1, 2, -1])
+def test_a_truncated_snapshot_leaves_the_destination_pristine(cut):
+    lines = snapshot_text().splitlines(keepends=True)
+    text = "".join(lines[:cut])
+    db = fgraph.connect(":memory:")
+    try:
+        with pytest.raises(fgraph.FgraphError):
+            db.restore(text)
+        assert db.stats()["transactions"] == 1
+    finally:
+        db.close()
+
+
+def _contradicted(mutate) -> fgraph.FgraphError:
+    from tests.streams.test_snapshot import records_of, reseal
+    with fgraph.connect(":memory:") as source:
+        source.transact({"id": "ada", "p/name": "Ada", "p/age": 36, "p/friend": {"ref": "bob"}})
+        source.transact({"id": "bob", "p/name": "Bob"})
+        source.transact({"id": "ada", "p/age": 37})
+        source.retract("ada", "p/friend")
+        records = records_of(source.snapshot())
+    line = mutate(records)
+    with fgraph.connect(":memory:") as db:
+        with pytest.raises(fgraph.FgraphError) as caught:
+            db.restore(reseal(records))
+        assert db.stats()["transactions"] == 1  # atomically refused
+    return caught.value, line
+
+
+def test_a_contradicting_fact_is_refused_at_its_own_line():
+    """Decision 7 is checked by the final doctor's one pass; the refusal still names the first
+    contradicting record's line and the event it contradicts."""
+    def rewrite_second_name(records):
+        names = [i for i, r in enumerate(records) if "fact" in r and r["fact"][1] == "p/name"]
+        records[names[1]]["fact"][2] = "Robert"
+        return names[1] + 1
+
+    error, line = _contradicted(rewrite_second_name)
+    assert error.name == "Conflict" and error.line == line
+    assert "a p/name fact disagrees with the event that asserted it" in str(error)
+
+
+def test_a_fact_retracted_by_the_wrong_event_is_refused_at_its_own_line():
+    def move_retraction(records):
+        friend = next(i for i, r in enumerate(records) if "fact" in r and r["fact"][1] == "p/friend")
+        events = [r["receipt"]["event"] for r in records if "receipt" in r]
+        records[friend]["fact"][5] = events[-2]  # the p/age update, which never mentions p/friend
+        return friend + 1
+
+    error, line = _contradicted(move_retraction)
+    assert error.name == "Conflict" and error.line == line
+    assert "a p/friend fact disagrees with the event that retracted it" in str(error)
+
+
+def test_restore_gives_back_the_connections_temp_cache_size():
+    text = snapshot_text()
+    with fgraph.connect(":memory:") as db:
+        db.connection.execute("PRAGMA temp.cache_size = -3000")
+        with pytest.raises(fgraph.FgraphError):
+            db.restore(text + "{}\n")                # a record after the footer: refused
+        assert db.connection.execute("PRAGMA temp.cache_size").fetchone()[0] == -3000
+        db.restore(text)
+        assert db.connection.execute("PRAGMA temp.cache_size").fetchone()[0] == -3000
+
+
+# -- fact rows written in batches ---------------------------------------------------------
+def _restore_outcome(path, data: bytes):
+    db = fgraph.connect(str(path), clock=lambda: CONFORMANCE_CLOCK)     # genesis rows alike
+    try:
+        db.restore(data)
+        result = ("ok",)
+    except fgraph.FgraphError as exc:
+        result = ("error", exc.name, exc.line, str(exc))
+    finally:
+        db.close()
+    return result, core_rows(str(path))
+
+
+def _batched_and_row_by_row(tmp_path, monkeypatch, data: bytes, label: str, batch: int):
+    outcomes = []
+    for rows in (batch, 1):      # 1: every fact row written as its record is read
+        monkeypatch.setattr(restore_module, "RESTORE_BATCH_ROWS", rows)
+        outcomes.append(_restore_outcome(tmp_path / f"{label}-{rows}.db", data))
+    return outcomes
+
+
+def test_a_repeated_fact_is_refused_at_its_line_even_when_a_later_line_is_bad(tmp_path, monkeypatch):
+    """Batching must not change which error wins: the repeated live fact (refused by SQLite)
+    is reported at its own line, before a malformed record that follows it."""
+    source = tmp_path / "src.db"
+    db = fgraph.connect(str(source))
+    db.transact([{"id": f"e{i}", "p/n": f"v{i}"} for i in range(6)])
+    lines = list(db.iter_snapshot())
+    db.close()
+    facts = [i for i, line in enumerate(lines) if line.startswith('{"fact"')]
+    repeated = lines[: facts[-1] + 1] + [lines[facts[-1]]] + lines[facts[-1] + 1:]
+    from tests.torture.mutations import reseal
+    sealed = reseal([line.rstrip("\n") for line in repeated])
+    body = sealed.splitlines(keepends=True)
+    broken = "".join(body[:-1]) + '{"fact": [\n'          # the footer is not even JSON
+    assert broken != sealed
+    for label, data in (("sealed", sealed), ("broken", broken)):
+        bulk, single = _batched_and_row_by_row(tmp_path, monkeypatch, data.encode(), label, 4096)
+        assert bulk == single
+        assert bulk[0][:3] == ("error", "FormatError", facts[-1] + 2), bulk[0]
+
+
+def test_batched_fact_rows_match_row_by_row_on_mutated_snapshots(tmp_path, monkeypatch):
+    from tests.torture.mutations import mutate
+    source = tmp_path / "src.db"
+    db = fgraph.connect(str(source))
+    db.declare("p/knows", ref=True, many=True)
+    for i in range(8):
+        db.transact({"id": f"e{i}", "p/n": f"v{i}", "p/bio": "x" * (300 + i), "p/knows": {"ref": f"e{i // 2}"}})
+        db.transact(["retract", f"e{i}", "p/n", f"v{i}"])
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in db.iter_snapshot())
+    db.close()
+    rng = random.Random(17)
+    seen = set()
+    for n in range(80):
+        data = text.encode() if n == 0 else mutate(text, rng, sealed=rng.random() < 0.7)
+        bulk, single = _batched_and_row_by_row(tmp_path, monkeypatch, data, f"m{n}", rng.choice([2, 5, 4096]))
+        assert bulk == single, (n, bulk[0], single[0])
+        seen.add(bulk[0][1] if bulk[0][0] == "error" else "ok")
+    assert "ok" in seen and len(seen) >= 3, seen
+
+
+def test_an_event_hash_with_a_trailing_newline_is_refused(tmp_path):
+    source = fgraph.connect(str(tmp_path / "s.db"))
+    source.transact({"id": "x", "p/n": 1})
+    lines = [line.rstrip("\n") for line in source.iter_snapshot()]
+    source.close()
+    from fgraph.core.canonical import loads as parse
+    from tests.torture.mutations import reseal
+    records = [parse(line) for line in lines]
+    for record in records:
+        if isinstance(record, dict) and "receipt" in record and record["receipt"]["event_data"] is not None:
+            record["receipt"]["event_hash"] += "\n"
+            break
+    data = reseal([dumps(record) for record in records])
+    outcome, _ = _restore_outcome(tmp_path / "t.db", data.encode())
+    assert outcome[:2] == ("error", "TypeError"), outcome
