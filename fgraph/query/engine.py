@@ -226,8 +226,8 @@ class Engine:
         plain value (not an entity) reads as if that position were unbound."""
         entity_vars = [(pos, term) for pos, term in (("e", p.e), ("a", p.a), ("tx", p.tx))
                        if pos in keys and is_var(term)]
+        tags = [f"({rel.pair(term)[0]} = {TAG_REF})" for _, term in entity_vars]
         if entity_vars:
-            tags = [f"{rel.pair(term)[0]} = {TAG_REF}" for _, term in entity_vars]
             kinds = self.conn.execute(f"SELECT DISTINCT {', '.join(tags)} FROM {rel.table} b").fetchall()
         else:
             kinds = [()]
@@ -236,8 +236,7 @@ class Engine:
             plain = {term for (_, term), is_entity in zip(entity_vars, kind) if not is_entity}
             path = planner_access(p, set(rel.index) - plain) if plain else access
             wanted = set(ACCESS_KEYS[path]) | ({"tx"} if "tx" in keys and p.tx not in plain else set())
-            filters = [f"{tag} = {int(is_entity)}" for tag, is_entity in zip(
-                (f"({rel.pair(term)[0]} = {TAG_REF})" for _, term in entity_vars), kind)]
+            filters = [f"{tag} = {int(is_entity)}" for tag, is_entity in zip(tags, kind)]
             key_conds, key_params = [visible], []
             for pos in ("e", "a", "v", "tx"):
                 if pos in wanted and pos in keys:

@@ -45,6 +45,7 @@ def _aggregate_stream(conn, query: syntax.Query, final, render) -> Result:
     for first, accs in groups.values():
         results = iter([acc.result() for acc in accs])
         rows.append([render(*first[f.var]) if f.kind == "var" else next(results) for f in query.find])
+    rows = [row for row, _ in _distinct([(row, None) for row in rows])]
     by_column = {f.column: k for k, f in enumerate(query.find)}
     by_var = {f.var: k for k, f in enumerate(query.find) if f.kind == "var"}
     for key, descending in reversed(query.order):
@@ -53,13 +54,8 @@ def _aggregate_stream(conn, query: syntax.Query, final, render) -> Result:
     return _page(query, [f.column for f in query.find], rows)
 
 
-def _page(query: syntax.Query, columns: list, rows: list) -> Result:
-    seen, unique = set(), []
-    for row in rows:
-        text = dumps(row)
-        if text not in seen:
-            seen.add(text)
-            unique.append(row)
+def _page(query: syntax.Query, columns: list, unique: list) -> Result:
+    """``offset`` and ``limit`` over rows already distinct by rendering."""
     end = None if query.limit is None else query.offset + query.limit
     return Result(columns, unique[query.offset:end])
 
