@@ -45,6 +45,20 @@ def test_no_module_is_over_500_lines():
     assert max(sizes.values()) > 300  # the check reads real modules
 
 
+def test_the_conformance_runner_is_a_package_of_small_modules_with_dispatch_tables():
+    runner = TESTS.parent / "conformance" / "runner"
+    sizes = {p.name: p.read_text().count("\n") for p in runner.glob("*.py")}
+    assert len(sizes) >= 5 and {name: n for name, n in sizes.items() if n > 400} == {}
+    # no method picks its action through a chain of comparisons: actions are table entries
+    for path in runner.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                tests = [n for n in ast.walk(node) if isinstance(n, ast.Compare)
+                         and isinstance(n.left, ast.Name) and n.left.id == "action"
+                         and any(isinstance(op, ast.Eq) for op in n.ops)]
+                assert len(tests) <= 2, f"{path.name}:{node.name} compares `action` {len(tests)} times"
+
+
 def test_classes_and_facade_methods_have_docstrings():
     missing = []
     for path in PACKAGE.rglob("*.py"):
