@@ -41,21 +41,44 @@ class DataSource:
         """(line number, stripped text) of each non-blank LF-separated line, from the start; a line
         over the cap is refused before it is decoded. Only LF separates records (not U+2028,
         U+2029 or U+0085, which may occur raw inside JSON strings)."""
+        for number, line in self.lines_with_faults():
+            if isinstance(line, BadLine):
+                raise line.error
+            yield number, line
+
+    def lines_with_faults(self) -> Iterator[tuple[int, "str | BadLine"]]:
+        """``lines``, except that a line over the cap or not valid UTF-8 is yielded as a ``BadLine``
+        (its bytes skipped in bounded memory) and reading goes on: an importer reports it as one
+        bad line instead of stopping. ``line_count`` is the number of the last line, blank ones
+        included, once the iteration is over."""
+        self.line_count = 0
         if self._text is not None:
-            yield from text_lines(self._text)
+            for number, line in text_lines(self._text):
+                self.line_count = number
+                yield number, line
+            self.line_count = _count_lines(self._text)
             return
         handle = self._handle
         handle.seek(0)
         number = offset = 0
         while raw := handle.readline(MAX_DOCUMENT_INPUT_BYTES + 1):
             number += 1
+            self.line_count = number
             if len(raw) > MAX_DOCUMENT_INPUT_BYTES:
-                raise TooLarge(f"add input line {number} is over {MAX_DOCUMENT_INPUT_BYTES} bytes",
-                               "a record must fit in one event (8 MiB); split large values into smaller facts")
+                size = len(raw) + _skip_rest_of_line(handle, raw)
+                offset += size
+                yield number, BadLine(
+                    f"the line is over {MAX_DOCUMENT_INPUT_BYTES} bytes",
+                    TooLarge(f"add input line {number} is over {MAX_DOCUMENT_INPUT_BYTES} bytes",
+                             "a record must fit in one event (8 MiB); split large values into smaller facts"))
+                continue
             try:
                 line = raw.decode("utf-8", self._errors).strip()
             except UnicodeDecodeError as exc:
-                raise _not_utf8(self.origin, offset + exc.start) from None
+                yield number, BadLine(f"the line is not valid UTF-8 (byte {exc.start + 1} of the line)",
+                                      _not_utf8(self.origin, offset + exc.start, number))
+                offset += len(raw)
+                continue
             offset += len(raw)
             if line:
                 yield number, line
@@ -98,8 +121,37 @@ def text_lines(text: str) -> Iterator[tuple[int, str]]:
         start = end + 1
 
 
-def _not_utf8(origin: str, byte: int) -> Exception:
-    return FormatError(f"input file {origin!r} is not valid UTF-8 (byte {byte})", "save the file as UTF-8")
+def _not_utf8(origin: str, byte: int, line: int | None = None) -> Exception:
+    where = f"line {line}, byte {byte}" if line is not None else f"byte {byte}"
+    return FormatError(f"input file {origin!r} is not valid UTF-8 ({where})", "save the file as UTF-8")
+
+
+class BadLine:
+    """A line that cannot be read as text: why (for a health report) and the error ``lines`` raises."""
+
+    __slots__ = ("reason", "error")
+
+    def __init__(self, reason: str, error: Exception):
+        self.reason, self.error = reason, error
+
+
+def _skip_rest_of_line(handle: IO[bytes], head: bytes) -> int:
+    """Read past the rest of an oversized line, a chunk at a time; returns how many bytes that was."""
+    if head.endswith(b"\n"):
+        return 0
+    skipped = 0
+    while chunk := handle.readline(READ_CHUNK):
+        skipped += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return skipped
+
+
+def _count_lines(text: str) -> int:
+    """Lines of a text as ``text_lines`` numbers them: a final LF ends the last line, it starts none."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
 def _unreadable(path: str, exc: OSError) -> FormatError:

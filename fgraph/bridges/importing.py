@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import FgraphError, NotFound, ValueTypeError
 from fgraph.bridges import import_formats
-from fgraph.bridges.data_source import DataSource
+from fgraph.bridges.data_source import BadLine, DataSource
 from fgraph.bridges.import_formats import BadRecord
 
 DEFAULT_BATCH, MAX_BATCH = 500, 10_000
@@ -99,8 +99,11 @@ class _Health:
 
 def _events(job: ImportJob, data: DataSource, at: int, health: _Health) -> Iterator[tuple[int, dict]]:
     """``(line number, event)`` of every importable line; the others are noted in ``health``."""
-    for number, line in data.lines():  # blank lines are not yielded, but they are counted in ``lines``
+    for number, line in data.lines_with_faults():  # blank lines are not yielded, but they are counted
         health.lines = number
+        if isinstance(line, BadLine):   # undecodable or oversized: one bad line, not the end of the import
+            health.problem(number, "corrupt", line.reason)
+            continue
         try:
             record = loads(line)
         except FgraphError as exc:
@@ -120,6 +123,7 @@ def _events(job: ImportJob, data: DataSource, at: int, health: _Health) -> Itera
             health.problem(number, "skipped", f"repeats line {first}")
             continue
         yield number, event
+    health.lines = data.line_count   # trailing blank lines count too (docs/import.md)
 
 
 def _known(db, event_id: str) -> bool:

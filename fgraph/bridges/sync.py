@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import time
 
-from fgraph.core.files import write_atomically
+from fgraph.core.files import open_sidecar, read_sidecar, write_atomically
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
@@ -122,10 +123,8 @@ class Cursors:
     def __init__(self, path: str):
         self.path = path
         self.sources: dict = {}
-        try:
-            with open(path, "rb") as handle:
-                raw = handle.read()
-        except FileNotFoundError:
+        raw = read_sidecar(path, "sync cursor")
+        if raw is None:
             return
         try:
             document = loads(raw)
@@ -152,7 +151,7 @@ def target_lock(target: str):
         yield
         return
     path = str(target) + LOCK_SUFFIX
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_sidecar(path, "sync lock")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -263,6 +262,9 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
     target = str(target)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueTypeError(f"batch_size={batch_size!r} is invalid", "pass a positive number of events")
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not math.isfinite(interval) \
+            or interval <= 0:
+        raise ValueTypeError(f"interval={interval!r} is invalid", "pass a positive, finite number of seconds")
     check_paths(sources, target)
     stop = stop or (lambda: False)
     from fgraph.db import connect  # here, not at the top: `fgraph --help` imports this module
@@ -276,9 +278,13 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
             except FormatError as exc:
                 raise FormatError(f"source {path!r}: {exc.message}", "--from must name an fgraph store") from None
             opened.append(Source(path, handle))
+        # The lock and the cursor sit beside the file itself: a second name for the target (a
+        # symbolic link) must meet the same lock, and no sidecar is written through a link. Both
+        # are checked before the target is opened, so a refused run creates no empty target.
+        beside = os.path.realpath(target)
+        stack.enter_context(target_lock(beside))
+        cursors = Cursors(cursor_path(beside))
         db = stack.enter_context(connect(target))
-        stack.enter_context(target_lock(target))
-        cursors = Cursors(cursor_path(target))
         for source in opened:
             source.resume(cursors.sources.get(source.key), db)
         while True:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import sys
 
@@ -206,6 +207,17 @@ def _pair(ctx: click.Context, on: bool, off: bool, on_name: str, off_name: str) 
     if on and off:
         raise click.UsageError(f"{on_name} and {off_name} are mutually exclusive", ctx)
     return True if on else False if off else None
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses NaN, which compares false against both bounds and so
+    slips through a plain range check."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
 
 
 class _TimeParam(click.ParamType):

@@ -14,7 +14,7 @@ import click
 
 from fgraph.core.errors import ValueTypeError
 from fgraph.bridges import sync as _sync
-from fgraph.cli.base import _DB, _print_result, cli, common_options
+from fgraph.cli.base import _DB, FiniteFloatRange, _print_result, cli, common_options
 from fgraph.cli.paths import resolve_db_path
 
 
@@ -56,7 +56,7 @@ class _Stop:
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=_sync.DEFAULT_BATCH, show_default=True,
               help="At most N events per target transaction.")
 @click.option("--follow/--no-follow", default=False, help="Keep syncing new commits until Ctrl-C or SIGTERM.")
-@click.option("--interval", type=click.FloatRange(0.01, 3600), default=_sync.DEFAULT_INTERVAL, show_default=True,
+@click.option("--interval", type=FiniteFloatRange(0.01, 3600), default=_sync.DEFAULT_INTERVAL, show_default=True,
               help="Seconds between two polls of the sources with --follow.")
 @click.pass_context
 def sync(ctx, sources, target, batch_size, follow, interval):

@@ -15,6 +15,7 @@ import apsw
 
 from fgraph.core import layout
 from fgraph.core.errors import FormatError, NotFound, ReadOnly
+from fgraph.core.files import refuse_sidecar_name
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import translate
 
@@ -144,6 +145,13 @@ def refuse_special_files(path: str) -> None:
                           "remove it (SQLite recreates its sidecar files) or use another database path")
 
 
+def _holds_data(path: str) -> bool:
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
+
+
 def open_immutable_copy(path: str) -> apsw.Connection:
     """Read-only and immutable, for a scratch copy nobody else writes (a backup being verified):
     no sidecar file is created, and the file is classified before it is read."""
@@ -173,6 +181,8 @@ def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -
         raise NotFound(f"database {path!r} does not exist", "check the path, or run `fgraph init` first")
     if path != MEMORY:
         refuse_special_files(path)
+        if not read_only and not _holds_data(path):
+            refuse_sidecar_name(path, "new database")
     try:
         conn = _connect_raw(path, read_only)
     except apsw.CantOpenError as exc:

@@ -1,22 +1,52 @@
-"""Files fgraph writes beside a database (sync cursor, scrub marker, backup copies): one way to
-write them, so that none can be turned against the user.
+"""Files fgraph keeps beside a database (sync cursor and lock, scrub marker, backup copies): one
+way to create, read, replace and remove them, so that none can be turned against the user.
 
-``write_atomically`` never writes through a symbolic link, never onto a FIFO, a device or a
-directory, and never leaves a half-written file: the bytes go to a fresh, randomly named sibling
-created with ``O_EXCL | O_NOFOLLOW`` (a name planted in advance cannot be it), are fsynced, then
-renamed over the target, and the directory is fsynced so the rename survives a power cut.
+- ``write_atomically`` never writes through a symbolic link, never onto a FIFO, a device or a
+  directory, and never leaves a half-written file: the bytes go to a fresh, randomly named sibling
+  created with ``O_EXCL | O_NOFOLLOW`` (a name planted in advance cannot be it), are fsynced, then
+  renamed over the target, and the directory is fsynced so the rename survives a power cut.
+- ``open_sidecar`` (a lock file) and ``read_sidecar`` never follow a link, never block on a FIFO
+  and accept only a regular file; ``remove_sidecar`` removes a file or a link, nothing else.
+- ``refuse_sidecar_name`` keeps a new file off the names SQLite gives a database's journal, WAL
+  and shared memory: a file there would be taken for part of that database.
+
+Every failure is a typed error naming the path and what to do; an ``OSError`` never escapes.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
 
-from fgraph.core.errors import Conflict
+from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: the names SQLite derives from a database path (its rollback journal, WAL and WAL index)
+SQLITE_SIDECAR_SUFFIXES = ("-journal", "-wal", "-shm")
+_SIDECAR_ROLES = {"-journal": "rollback journal", "-wal": "WAL", "-shm": "shared-memory index"}
+#: the largest sidecar fgraph reads (a cursor of many sources is a few KiB)
+SIDECAR_READ_LIMIT = 1 << 20
+
+
+def os_failure(exc: OSError, path: str, what: str, verb: str = "written") -> FgraphError:
+    """The typed error for an OSError met on ``path``: a full disk, a permission, a link, a directory."""
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return TooLarge(f"the {what} {path!r} cannot be {verb}: {exc.strerror or 'the disk is full'}",
+                        "free space (or raise the file size limit) and retry")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return ReadOnly(f"the {what} {path!r} cannot be {verb}: {exc.strerror}",
+                        "check the permissions of the file and its directory")
+    if code == errno.ELOOP:
+        return Conflict(f"the {what} {path!r} is a symbolic link", "remove the link; fgraph never follows links there")
+    if code in (errno.EISDIR, errno.ENOTDIR, errno.ENXIO):
+        return Conflict(f"the {what} {path!r} is not a regular file", "remove it or choose another path")
+    return FormatError(f"the {what} {path!r} cannot be {verb}: {exc.strerror or exc}",
+                       "check the path, the disk and the permissions, then retry")
 
 
 def fsync_file(path: str) -> None:
@@ -38,17 +68,41 @@ def fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    return "not a regular file"
+
+
 def refuse_unsafe_target(path: str, what: str) -> None:
     """A file fgraph replaces must be absent or a regular file, not a link, FIFO, device or directory."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
+    except OSError as exc:
+        raise os_failure(exc, path, what, "examined") from None
     if stat.S_ISLNK(mode):
         raise Conflict(f"{what} {path!r} is a symbolic link (to {os.readlink(path)!r})",
                        "remove the link; fgraph never writes through links")
     if not stat.S_ISREG(mode):
-        raise Conflict(f"{what} {path!r} is not a regular file", "remove it or choose another path")
+        raise Conflict(f"{what} {path!r} is {_kind(mode)}, not a regular file", "remove it or choose another path")
+
+
+def refuse_sidecar_name(path: str, what: str) -> None:
+    """A new file named like a database's journal, WAL or shared memory would be read by SQLite as
+    part of that database (a -journal is rolled back into it, then deleted)."""
+    name = os.path.basename(os.fspath(path))
+    for suffix in SQLITE_SIDECAR_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            owner = os.fspath(path)[: -len(suffix)]
+            raise Conflict(f"{what} {os.fspath(path)!r} is named like the SQLite {_SIDECAR_ROLES[suffix]} "
+                           f"(of database {owner!r}); SQLite would take it for part of that database",
+                           f"choose a name that does not end in {', '.join(SQLITE_SIDECAR_SUFFIXES)}")
 
 
 def write_atomically(path: str, data: bytes, what: str = "file") -> None:
@@ -56,7 +110,10 @@ def write_atomically(path: str, data: bytes, what: str = "file") -> None:
     refuse_unsafe_target(path, what)
     directory = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
+    except OSError as exc:
+        raise os_failure(exc, path, what) from None
     try:
         try:
             view = memoryview(data)
@@ -67,10 +124,87 @@ def write_atomically(path: str, data: bytes, what: str = "file") -> None:
             os.close(fd)
         refuse_unsafe_target(path, what)  # planted while we wrote: still never replace a link
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(temporary)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise os_failure(exc, path, what) from None
         raise
-    fsync_directory(directory)
+    try:
+        fsync_directory(directory)
+    except OSError as exc:
+        raise os_failure(exc, directory, f"directory of the {what}", "synced") from None
+
+
+def open_sidecar(path: str, what: str) -> int:
+    """A descriptor on the regular file ``path``, created when missing (for a lock): never through a
+    link (a dangling one included, so nothing is created elsewhere), never a FIFO, device or directory."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise Conflict(f"the {what} {path!r} is a symbolic link",
+                           "remove the link; fgraph never creates or locks a file through a link") from None
+        raise os_failure(exc, path, what, "opened") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not a regular file", "remove it, then retry")
+    return fd
+
+
+def read_sidecar(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes | None:
+    """The bytes of the regular file ``path``, None when it does not exist; a link, FIFO, device,
+    directory or a file over ``limit`` is a typed error, and a FIFO never blocks the read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise Conflict(f"the {what} {path!r} is a symbolic link",
+                           "remove the link; fgraph never reads its files through links") from None
+        raise os_failure(exc, path, what, "read") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Conflict(f"the {what} {path!r} is {_kind(info.st_mode)}, not a regular file",
+                           "remove it, then retry")
+        if info.st_size > limit:
+            raise TooLarge(f"the {what} {path!r} is {info.st_size} bytes, more than fgraph ever writes there",
+                           "remove it, then retry")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise TooLarge(f"the {what} {path!r} grew past {limit} bytes while it was read", "remove it, then retry")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise os_failure(exc, path, what, "read") from None
+    finally:
+        os.close(fd)
+
+
+def remove_sidecar(path: str, what: str) -> None:
+    """Remove ``path`` when it is a file or a link (the link, never what it points to); absent is fine.
+    Anything else (a directory, a FIFO, a device) was put there by someone else and is left alone."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise os_failure(exc, path, what, "examined") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not fgraph's file", "remove it by hand, then retry")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise os_failure(exc, path, what, "removed") from None

@@ -21,7 +21,7 @@ import time
 
 import apsw
 
-from fgraph.core.files import fsync_directory, fsync_file
+from fgraph.core.files import fsync_directory, fsync_file, refuse_sidecar_name
 from fgraph.core import connection, layout
 from fgraph.ops import doctor
 from fgraph.ops.digest_worker import DigestWorker, integrity_source
@@ -166,6 +166,7 @@ def backup(source: apsw.Connection, source_path: str, dest) -> dict:
         raise Unsupported("backup inside speculate() would copy writes that are about to be rolled back",
                           "take the backup before or after the speculation")
     dest = _path(dest, "backup destination")
+    refuse_sidecar_name(dest, "backup destination")
     if source_path != connection.MEMORY and _same_file(dest, source_path):
         raise Conflict(f"backup destination {dest!r} is the open database", "choose a different path")
     if os.path.lexists(dest):
@@ -195,6 +196,7 @@ def restore_backup(backup_file, dest) -> dict:
     """Install a physical backup at ``dest`` (missing or an empty file); returns its basis and digest."""
     backup_file = _path(backup_file, "backup file")
     dest = _path(dest, "restore destination")
+    refuse_sidecar_name(dest, "restore destination")
     if not os.path.exists(backup_file):
         raise NotFound(f"backup file {backup_file!r} does not exist", "check the path")
     if os.path.islink(dest):

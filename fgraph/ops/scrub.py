@@ -16,7 +16,8 @@ import time
 
 import apsw
 
-from fgraph.core.files import write_atomically
+from fgraph.core.errors import FgraphError
+from fgraph.core.files import read_sidecar, refuse_unsafe_target, remove_sidecar, write_atomically
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import translate
 
@@ -37,32 +38,50 @@ def owe(path: str, tx: int) -> None:
     Whatever stops the process after COMMIT (kill -9, power loss, a full disk during
     VACUUM), the marker survives: ``doctor`` reports it (exit 1) and ``doctor --repair``
     or a retry of the same excision finishes the scrub. A completed scrub removes it.
+    Anything that keeps the marker from being written (a full disk, a directory or a link
+    where it goes) is a typed error raised here, so the excision rolls back instead.
     """
     if path == MEMORY:
         return
     marker = marker_path(path)
-    if os.path.exists(marker):
-        return  # an older scrub is still owed: keep its transaction, the next scrub covers both
+    try:
+        refuse_unsafe_target(marker, "scrub marker")
+        if os.path.exists(marker):
+            return  # an older scrub is still owed: keep its transaction, the next scrub covers both
+        _record(marker, tx)
+    except FgraphError as exc:
+        raise type(exc)(f"{exc.message}; the excision was rolled back, nothing was erased", exc.hint) from None
+
+
+def _record(marker: str, tx: int | None) -> None:
     write_atomically(marker, json.dumps({"tx": tx, "since": time.time()}).encode("utf-8"), "scrub marker")
 
 
 def forgive(path: str) -> None:
     """Remove the marker of an erasing transaction that rolled back: nothing was erased, nothing is owed."""
-    try:
-        os.remove(marker_path(path))
-    except FileNotFoundError:
-        pass
+    remove_sidecar(marker_path(path), "scrub marker")
 
 
 def pending(path: str) -> dict | None:
-    """The unfinished scrub recorded for this database, if any."""
-    if path == MEMORY or not os.path.exists(marker_path(path)):
+    """The unfinished scrub recorded for this database, if any. A marker that cannot be read still
+    means a scrub may be owed: a damaged one is reported with ``tx`` None; something that is not
+    fgraph's file at all (a directory, a FIFO, a link) also carries what is wrong in ``problem``."""
+    if path == MEMORY:
+        return None
+    marker = marker_path(path)
+    try:
+        raw = read_sidecar(marker, "scrub marker")
+    except FgraphError as exc:
+        return {"tx": None, "problem": exc.message}
+    if raw is None:
         return None
     try:
-        with open(marker_path(path), encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return {"tx": None}
+        record = json.loads(raw)
+    except ValueError:
+        record = None
+    # fgraph's own marker, damaged (a crash while it was first written): a scrub is owed, and a
+    # repair, which rewrites or removes the marker, is the remedy
+    return record if isinstance(record, dict) else {"tx": None}
 
 
 def checkpoint_truncate(conn) -> tuple[bool, int]:
@@ -97,14 +116,21 @@ def scrub(conn, path: str, tx: int | None) -> dict:
         failure = translate(exc) or exc
     completed = completed and vacuumed and failure is None
     marker = marker_path(path)
+    # The erasing transaction has committed: a marker that cannot be updated is reported in
+    # the state (and by doctor), never raised as if the excision had failed.
     if completed:
-        if os.path.exists(marker):
-            os.remove(marker)
+        try:
+            remove_sidecar(marker, "scrub marker")
+        except FgraphError as exc:
+            completed, failure = False, exc
+    if completed:
         state = "complete: the WAL was checkpointed and truncated"
     else:
-        record = {"tx": tx, "since": time.time()}
-        with open(marker, "w", encoding="utf-8") as handle:
-            json.dump(record, handle)
+        try:
+            if tx is not None or not os.path.lexists(marker):  # a repair keeps the owed transaction
+                _record(marker, tx)
+        except FgraphError as exc:
+            failure = failure or exc
         if failure is not None:
             reason = getattr(failure, "message", str(failure))
             state = (f"pending: the scrub could not finish ({reason}); erased bytes may remain until "

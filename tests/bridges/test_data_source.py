@@ -65,3 +65,21 @@ def test_missing_and_empty_file_names_are_format_errors(tmp_path):
 
 def test_inline_text_is_its_own_source():
     assert list(DataSource("inline", "a\n\nb").lines()) == [(1, "a"), (3, "b")]
+
+
+def test_lines_with_faults_go_on_past_an_undecodable_and_an_oversized_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(data_source, "MAX_DOCUMENT_INPUT_BYTES", 16)
+    path = tmp_path / "in.ndjson"
+    path.write_bytes(b'{"a":1}\n{"b":"\xff"}\n' + b'{"c":"' + b"x" * 40 + b'"}\n{"d":4}\n\n')
+    with open_data(f"@{path}", None) as source:
+        seen = list(source.lines_with_faults())
+        assert [n for n, _ in seen] == [1, 2, 3, 4] and source.line_count == 5
+        assert seen[0][1] == '{"a":1}' and seen[3][1] == '{"d":4}'
+        assert "not valid UTF-8" in seen[1][1].reason and "over 16 bytes" in seen[2][1].reason
+        with pytest.raises(FormatError, match="line 2, byte 14"):
+            list(source.lines())   # add keeps refusing the whole input at the first bad line
+
+
+def test_line_count_of_a_text_counts_blank_lines_but_not_past_the_final_lf():
+    source = DataSource("inline", text='{"a":1}\n\n\n')
+    assert [n for n, _ in source.lines_with_faults()] == [1] and source.line_count == 3

@@ -177,3 +177,32 @@ def test_usage_and_input_errors(tmp_path):
     copy = tmp_path / "copy.jsonl"
     shutil.copy(MEMORY, copy)
     assert fgraph_cli(db, "import", "mcp-memory", copy, "--meta", "{bad")[0] == 1
+
+
+def test_an_undecodable_or_oversized_line_is_one_corrupt_line_not_the_end_of_the_import(tmp_path, monkeypatch):
+    """Issue 29 item 13: before, the import stopped at the bad byte after committing the batches
+    before it, with no line number and no summary; an oversized line called itself `add input line 1`."""
+    good = [json.dumps({"type": "entity", "name": f"E{i}", "entityType": "t", "observations": [f"o{i}"]})
+            for i in range(12)]
+    big = b'{"type":"entity","name":"big","entityType":"x","observations":["' + b"x" * (33 << 20) + b'"]}'
+    data = tmp_path / "m.jsonl"
+    data.write_bytes(b"\n".join([*(g.encode() for g in good[:5]),
+                                 b'{"type":"entity","name":"caf\xe9","entityType":"x","observations":["\xff"]}',
+                                 *(g.encode() for g in good[5:9]), big, *(g.encode() for g in good[9:])])
+                     + b"\n\n\n")
+    code, health, err = fgraph_cli(tmp_path / "x.db", "import", "mcp-memory", data, "--batch-size", "2")
+    assert code == 0, err
+    assert health["imported"] == 12 and health["corrupt"] == 2 and health["lines"] == 16   # 14 lines + 2 blank
+    first, second = health["problems"]
+    assert first == {"kind": "corrupt", "line": 6, "reason": "the line is not valid UTF-8 (byte 29 of the line)"}
+    assert second["line"] == 11 and "over" in second["reason"] and "add input" not in second["reason"]
+    code, health, err = fgraph_cli(tmp_path / "strict.db", "import", "mcp-memory", data, "--strict")
+    assert code == 1 and "2 of 16 lines" in err and "line 6" in err
+    assert fgraph_cli(tmp_path / "strict.db", "get", "E0")[0] == 1   # nothing was written
+
+
+def test_lines_counts_trailing_blank_lines(tmp_path):
+    data = tmp_path / "m.jsonl"
+    data.write_text('{"type":"entity","name":"ok","entityType":"t","observations":["o"]}\n\n\n\n')
+    code, health, _ = fgraph_cli(tmp_path / "x.db", "import", "mcp-memory", data)
+    assert code == 0 and health["lines"] == 4 and health["imported"] == 1

@@ -7,8 +7,10 @@ import os
 
 import pytest
 
-from fgraph.core.errors import Conflict
-from fgraph.core.files import fsync_directory, fsync_file, write_atomically
+from fgraph.core.errors import Conflict, ReadOnly, TooLarge
+from fgraph.core.files import (
+    fsync_directory, fsync_file, open_sidecar, read_sidecar, refuse_sidecar_name, remove_sidecar, write_atomically,
+)
 
 
 def test_replaces_the_contents_and_leaves_only_the_target(tmp_path):
@@ -47,8 +49,8 @@ def test_a_failed_write_removes_its_temporary(tmp_path, monkeypatch):
     def broken(*_):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(os, "fsync", broken)
-    with pytest.raises(OSError):
-        write_atomically(str(tmp_path / "marker"), b"x")
+    with pytest.raises(TooLarge, match="no space left|No space left"):   # typed, never a bare OSError (issue 29)
+        write_atomically(str(tmp_path / "marker"), b"x", "scrub marker")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -56,3 +58,69 @@ def test_fsync_helpers_accept_files_and_directories(tmp_path):
     (tmp_path / "f").write_bytes(b"x")
     fsync_file(str(tmp_path / "f"))
     fsync_directory(str(tmp_path))
+
+
+def _hostile_entries(tmp_path):
+    """A victim file outside, and every kind of entry that may sit where a sidecar goes."""
+    victim = tmp_path / "elsewhere"
+    victim.write_bytes(b"keep")
+    os.symlink(victim, tmp_path / "link")
+    os.symlink(tmp_path / "missing", tmp_path / "dangling")
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dir").mkdir()
+    return victim, ("link", "dangling", "loop", "fifo", "dir")
+
+
+def test_a_lock_sidecar_is_a_regular_file_never_created_through_a_link(tmp_path):
+    victim, names = _hostile_entries(tmp_path)
+    for name in names:
+        with pytest.raises(Conflict, match="symbolic link|not a regular file"):
+            open_sidecar(str(tmp_path / name), "sync lock")
+    assert victim.read_bytes() == b"keep" and not (tmp_path / "missing").exists()
+    fd = open_sidecar(str(tmp_path / "new.lock"), "sync lock")
+    os.close(fd)
+    assert (tmp_path / "new.lock").is_file()
+
+
+def test_reading_a_sidecar_never_follows_a_link_nor_blocks_on_a_fifo(tmp_path):
+    _, names = _hostile_entries(tmp_path)
+    for name in names:
+        with pytest.raises(Conflict):
+            read_sidecar(str(tmp_path / name), "sync cursor")   # a FIFO here used to hang forever
+    assert read_sidecar(str(tmp_path / "absent"), "sync cursor") is None
+    (tmp_path / "cursor").write_bytes(b"{}")
+    assert read_sidecar(str(tmp_path / "cursor"), "sync cursor") == b"{}"
+    (tmp_path / "big").write_bytes(b"x" * 101)
+    with pytest.raises(TooLarge):
+        read_sidecar(str(tmp_path / "big"), "sync cursor", limit=100)
+
+
+def test_removing_a_sidecar_removes_a_link_not_its_target_and_refuses_a_directory(tmp_path):
+    victim, _ = _hostile_entries(tmp_path)
+    remove_sidecar(str(tmp_path / "link"), "scrub marker")
+    assert victim.read_bytes() == b"keep" and not os.path.lexists(tmp_path / "link")
+    remove_sidecar(str(tmp_path / "absent"), "scrub marker")
+    for name in ("dir", "fifo"):
+        with pytest.raises(Conflict, match="directory|FIFO"):
+            remove_sidecar(str(tmp_path / name), "scrub marker")
+    assert (tmp_path / "dir").is_dir() and os.path.lexists(tmp_path / "fifo")
+
+
+@pytest.mark.parametrize("name", ["s.db-journal", "s.db-wal", "s.db-shm", "x-wal"])
+def test_a_new_file_may_not_take_a_sqlite_sidecar_name(tmp_path, name):
+    with pytest.raises(Conflict, match="SQLite would take it for part of that database"):
+        refuse_sidecar_name(str(tmp_path / name), "backup destination")
+
+
+@pytest.mark.parametrize("name", ["s.db", "wal", "-wal", "s.db.wal", "journal.db"])
+def test_ordinary_names_pass(tmp_path, name):
+    refuse_sidecar_name(str(tmp_path / name), "backup destination")
+
+
+def test_a_read_only_directory_is_read_only_not_an_os_error(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories")
+    (tmp_path / "ro").mkdir(mode=0o500)
+    with pytest.raises(ReadOnly):
+        write_atomically(str(tmp_path / "ro" / "marker"), b"x", "scrub marker")

@@ -72,6 +72,10 @@ def owing_scrub(diagnosis: Diagnosis, pending: dict | None) -> Diagnosis:
     """An excision whose on-disk scrub has not finished (a reader held the WAL, a crash) is repairable."""
     if pending is None:
         return diagnosis
+    if pending.get("problem"):
+        return diagnosis.with_problem(Problem(
+            "scrub_marker", f"an excision scrub may be owed, but its marker cannot be read: {pending['problem']}",
+            repairable=False))
     return diagnosis.with_problem(Problem(
         "scrub_pending", f"excision scrub pending since transaction {pending.get('tx')}: erased bytes may "
         "remain in the file or its WAL", repairable=True))

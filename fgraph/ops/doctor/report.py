@@ -14,6 +14,10 @@ ADVICE_REPAIR = "repairable: run `fgraph --db PATH doctor --repair`"
 ADVICE_RESTORE = ("not repairable in place: keep this file for analysis and restore from a verified backup "
                   "(`fgraph restore-backup BACKUP DEST`) or a snapshot")
 ADVICE_DIGEST = "the file does not hold the expected state: take a new backup and compare its digest"
+ADVICE_MARKER = ("the database itself is not damaged: remove that entry by hand, then run "
+                 "`fgraph --db PATH doctor --repair` to finish the scrub")
+#: advice for the problems whose remedy is neither a repair nor a restore
+ADVICE_BY_KIND = {"digest": ADVICE_DIGEST, "scrub_marker": ADVICE_MARKER}
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,6 @@ class Diagnosis:
             return "\n".join(lines)
         lines.append(f"NOT OK: {len(self.problems)} problem(s) ({counts})")
         for problem in self.problems:
-            advice = (ADVICE_REPAIR if problem.repairable else
-                      ADVICE_DIGEST if problem.kind == "digest" else ADVICE_RESTORE)
+            advice = ADVICE_REPAIR if problem.repairable else ADVICE_BY_KIND.get(problem.kind, ADVICE_RESTORE)
             lines.append(f"problem: {problem.message} -> {advice}")
         return "\n".join(lines)
