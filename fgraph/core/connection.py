@@ -125,16 +125,22 @@ def _kind(mode: int) -> str | None:
 
 def refuse_special_files(path: str) -> None:
     """Only regular files (or a missing path) may be opened: SQLite blocks forever reading a FIFO,
-    and next to /dev/null it would create /dev/null-journal. Sidecars are held to the same rule."""
-    for candidate, role in ((path, "database"), (path + "-wal", "WAL file"), (path + "-shm", "shared-memory file"),
-                            (path + "-journal", "journal")):
+    and next to /dev/null it would create /dev/null-journal. Sidecars are held to the same rule, and
+    may not be links either (SQLite refuses one with a bare "unable to open"). They are looked for
+    where SQLite puts them: beside the file a linked database path resolves to."""
+    real = os.path.realpath(path)
+    for candidate, role in ((path, "database"), (real + "-wal", "WAL file"), (real + "-shm", "shared-memory file"),
+                            (real + "-journal", "journal")):
         try:
-            mode = os.stat(candidate).st_mode
+            mode = os.stat(candidate).st_mode if role == "database" else os.lstat(candidate).st_mode
         except FileNotFoundError:
             continue
         except OSError as exc:
             raise FormatError(f"cannot examine {candidate!r}: {exc.strerror}",
                               "check the path and the permissions of its directories") from None
+        if role != "database" and stat.S_ISLNK(mode):
+            raise FormatError(f"the {role} {candidate!r} of database {path!r} is a symbolic link",
+                              "remove the link (SQLite recreates its sidecar files); fgraph never writes through one")
         what = _kind(mode)
         if what is None:
             continue

@@ -235,3 +235,22 @@ def test_processes_opening_a_new_file_together_wait_for_each_other(tmp_path):
         for worker in workers:
             worker.join(60)
     assert failures == []
+
+
+def test_a_linked_sidecar_is_refused_where_sqlite_would_look_for_it(tmp_path):
+    """Issue 29: a -wal or -shm planted as a link was a bare "unable to open"; a database given
+    through a link has its sidecars beside the real file, and they are checked there."""
+    import fgraph
+    from fgraph.core.errors import FormatError
+    real = tmp_path / "real"
+    real.mkdir()
+    with fgraph.connect(str(real / "x.db")) as db:
+        db.transact({"id": "a", "t/n": 1})
+    os.symlink(real / "x.db", tmp_path / "link.db")
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    os.symlink(victim, real / "x.db-wal")
+    for path in (real / "x.db", tmp_path / "link.db"):
+        with pytest.raises(FormatError, match="WAL file .* is a symbolic link"):
+            fgraph.connect(str(path))
+    assert victim.read_bytes() == b"keep"
