@@ -12,6 +12,13 @@ Datasette runs in this process on uvicorn. Three things make it fgraph's view:
   ``value`` by the ``tag`` beside it (refs as links to their entity, instants as RFC 3339,
   bytes, vectors and JSON in their wire form) and links transactions to their receipt.
 
+What one request may take is bounded (issue 29 item 7, docs/browse.md §Limits): arbitrary SQL is
+off unless ``allow_sql`` (Datasette's ``default_allow_sql``; ``SqlRefusal`` words the 403), every
+connection carries the bounds of ``browse_sql.connect_read_only`` under one ``Guard`` per server,
+the SQLite library's heap is limited for the process, and SIGTERM or Ctrl-C stops the guard
+(interrupting every running statement) before uvicorn's shutdown, which waits at most
+``BROWSE_STOP_SECONDS`` for the answers in flight.
+
 Only ``fgraph.cli.browse`` imports this module, and only once it knows Datasette is there.
 """
 
@@ -21,31 +28,41 @@ import asyncio
 import os
 import signal
 import socket
+import sys
 import urllib.parse
 import webbrowser
 
 import uvicorn
-from datasette import hookimpl
+from datasette import Response, hookimpl
 from datasette.app import Datasette
 from datasette.database import Database
 from datasette.plugins import pm
+from datasette.utils.asgi import Base400
+from datasette.views.base import DatasetteError
 from markupsafe import Markup, escape
 
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import FgraphError
+from fgraph.core.limits import BROWSE_HEAP_BYTES, BROWSE_STOP_SECONDS, BROWSE_TIME_LIMIT_MS
 from fgraph.core.values import INDIRECT_TAGS, TAG_REF, format_instant, logical_name, render
 from fgraph.query import browse_sql
 
 DATABASE = "fgraph"          # the database's route: every page is under /fgraph
 PLUGIN_NAME = "fgraph-browse-cells"
+REFUSAL_NAME = "fgraph-browse-sql"
+ERRORS_NAME = "fgraph-browse-errors"
+DATASETTE_ERRORS = "datasette.handle_exception"   # the default plugin ErrorPages stands in for while serving
 READ_METHODS = frozenset({"GET", "HEAD"})
 LABEL_CACHE_LIMIT = 10_000   # identities whose labels are remembered (names are permanent, ids never reused)
 SETTINGS = {
     "default_cache_ttl": 0,       # the file may change under the view at any moment: never cache a page
     "suggest_facets": False,      # facet suggestions run extra queries on every table page
     "allow_download": False,      # the view shows the store; copying the file is `fgraph backup`'s job
-    "sql_time_limit_ms": 2000,
+    "sql_time_limit_ms": BROWSE_TIME_LIMIT_MS,   # Datasette's own deadline; the Guard's watchdog keeps the same one
 }
+SQL_OFF = ("fgraph browse runs no SQL of your own unless it was started with --sql: use the pages "
+           "(entities, entity, history, receipt, changes, events) and the table pages, or restart it as "
+           "`fgraph browse --sql`")
 
 
 # ----------------------------------------------------------------- configuration
@@ -87,25 +104,80 @@ def metadata(path: str) -> dict:
 
 
 class ReadOnlyFile(Database):
-    """A Datasette database whose every connection is read-only inside SQLite itself."""
+    """A Datasette database whose every connection is read-only inside SQLite itself, and bounded."""
 
-    def __init__(self, ds: Datasette, path: str):
+    def __init__(self, ds: Datasette, path: str, guard: browse_sql.Guard):
         super().__init__(ds, path=path, is_mutable=True)  # mutable: Datasette re-reads the schema as the file grows
+        self.guard = guard
 
     def connect(self, write: bool = False):
-        conn = browse_sql.connect_read_only(self.path)
+        conn = browse_sql.connect_read_only(self.path, self.guard)
         self._all_file_connections.append(conn)
         return conn
 
 
-def build(path: str) -> Datasette:
-    """A Datasette serving ``path`` alone, read-only, under ``/fgraph``."""
-    ds = Datasette(metadata=metadata(path), settings=SETTINGS)
+def build(path: str, *, allow_sql: bool = False, guard: browse_sql.Guard | None = None) -> Datasette:
+    """A Datasette serving ``path`` alone, read-only, under ``/fgraph``; arbitrary SQL only if ``allow_sql``."""
+    ds = Datasette(metadata=metadata(path), settings={**SETTINGS, "default_allow_sql": allow_sql})
     for name in list(ds.databases):
         if name != "_internal":
             ds.remove_database(name)  # the empty in-memory database Datasette adds when given no files
-    ds.add_database(ReadOnlyFile(ds, os.path.abspath(path)), name=DATABASE)
+    ds.add_database(ReadOnlyFile(ds, os.path.abspath(path), guard or browse_sql.Guard()), name=DATABASE)
     return ds
+
+
+class SqlRefusal:
+    """The Datasette plugin that words the 403 of a request for SQL when ``--sql`` was not given:
+    Datasette's own page says only "execute-sql"."""
+
+    __name__ = REFUSAL_NAME
+
+    @hookimpl
+    def forbidden(self, datasette, request, message):
+        if message != "execute-sql":
+            return None
+
+        async def refusal():
+            if request.path.endswith(".json"):
+                return Response.json({"ok": False, "error": SQL_OFF, "status": 403, "title": "SQL is off"},
+                                     status=403)
+            if request.path.endswith(".csv"):
+                return Response.text(SQL_OFF + "\n", status=403)
+            page = await datasette.render_template("error.html", {"title": "SQL is off", "error": SQL_OFF},
+                                                   request=request)
+            return Response.html(page, status=403)
+        return refusal
+
+
+class ErrorPages:
+    """Datasette's error pages without its console dump. Datasette prints every exception it turns
+    into a page, a 400 for a query stopped at its time limit included, as a traceback with locals
+    on stdout: the CLI's output (the URL line), and, when nothing reads it, a pipe that fills after
+    a few dozen errors and freezes the server. The pages are the same; an unexpected exception
+    (a 500) is one line on stderr, and its page names it and says what to do."""
+
+    __name__ = ERRORS_NAME
+
+    @hookimpl(trylast=True)
+    def handle_exception(self, datasette, request, exception):
+        async def page():
+            title = None
+            if isinstance(exception, Base400):
+                status, info, message = exception.status, {}, exception.args[0]
+            elif isinstance(exception, DatasetteError):
+                status, info, title = exception.status, dict(exception.error_dict), exception.title
+                message = Markup(exception.message) if exception.message_is_html else exception.message
+            else:
+                status, info, title = 500, {}, "fgraph browse could not answer"
+                message = (f"{type(exception).__name__}: {exception}; reload the page, and if this persists "
+                           "check the file with `fgraph doctor`")
+                sys.stderr.write(f"fgraph browse: {request.path}: {message}\n")
+            info.update({"ok": False, "error": message, "status": status, "title": title})
+            if request.path.endswith(".json"):
+                return Response.json(info, status=status)
+            return Response.html(await datasette.render_template([f"{status}.html", "error.html"], info,
+                                                                 request=request), status=status)
+        return page
 
 
 # ----------------------------------------------------------------- rendering
@@ -230,14 +302,20 @@ def url_of(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}/{DATABASE}"
 
 
-def serve(path: str, sock: socket.socket, url: str, *, open_browser: bool = False) -> None:
-    """Serve ``path`` on the listening ``sock`` until SIGINT or SIGTERM; uvicorn shuts down gracefully."""
-    renderer = CellRenderer()
-    pm.register(renderer, name=PLUGIN_NAME)
+def serve(path: str, sock: socket.socket, url: str, *, open_browser: bool = False, allow_sql: bool = False) -> None:
+    """Serve ``path`` on the listening ``sock`` until SIGINT or SIGTERM; uvicorn shuts down gracefully,
+    after the running statements are interrupted, within ``BROWSE_STOP_SECONDS``."""
+    pm.register(CellRenderer(), name=PLUGIN_NAME)
+    pm.register(SqlRefusal(), name=REFUSAL_NAME)
+    default_errors = pm.unregister(name=DATASETTE_ERRORS)
+    pm.register(ErrorPages(), name=ERRORS_NAME)
     try:
-        server = asyncio.run(_serve(path, sock, url, open_browser))
+        server = asyncio.run(_serve(path, sock, url, open_browser, allow_sql))
     finally:
-        pm.unregister(name=PLUGIN_NAME)
+        for name in (PLUGIN_NAME, REFUSAL_NAME, ERRORS_NAME):
+            pm.unregister(name=name)
+        if default_errors is not None:
+            pm.register(default_errors, name=DATASETTE_ERRORS)
         sock.close()
     if server.interrupted:
         # uvicorn re-raises a captured SIGINT after its graceful shutdown, but asyncio.run only turns
@@ -246,15 +324,20 @@ def serve(path: str, sock: socket.socket, url: str, *, open_browser: bool = Fals
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, remembering whether Ctrl-C (SIGINT) ended it, so the CLI exits 130 either way."""
+    """uvicorn's server, remembering whether Ctrl-C (SIGINT) ended it, so the CLI exits 130 either way,
+    and stopping the guard of its statements on either signal: the running ones are interrupted and
+    answered at once, so the graceful shutdown has nothing long to wait for."""
 
-    def __init__(self, config: uvicorn.Config):
+    def __init__(self, config: uvicorn.Config, guard: browse_sql.Guard | None = None):
         super().__init__(config)
         self.interrupted = False
+        self.guard = guard
 
     def handle_exit(self, sig, frame) -> None:
         if sig == signal.SIGINT:
             self.interrupted = True
+        if self.guard is not None:
+            self.guard.stop()
         super().handle_exit(sig, frame)
 
 
@@ -266,26 +349,66 @@ def refuse_writes(app):
     refusal says what the view is."""
     async def guarded(scope, receive, send):
         if scope["type"] == "http" and scope["method"] not in READ_METHODS:
-            body = b"fgraph browse is read-only: only GET and HEAD are served\n"
-            await send({"type": "http.response.start", "status": 405,
-                        "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"allow", b"GET, HEAD"),
-                                    (b"content-length", str(len(body)).encode("ascii"))]})
-            await send({"type": "http.response.body", "body": body})
+            await _plain(send, 405, "fgraph browse is read-only: only GET and HEAD are served",
+                         [(b"allow", b"GET, HEAD")])
             return
         await app(scope, receive, send)
     return guarded
 
 
-async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool) -> _Server:
-    ds = build(path)
+def answer_when_cut(app):
+    """The ASGI app ``app`` answering 503 to a request the shutdown cuts.
+
+    uvicorn cancels the requests still running ``BROWSE_STOP_SECONDS`` after SIGTERM or Ctrl-C (a
+    statement SQLite could not interrupt); left alone, it logs a traceback and answers "Internal
+    Server Error". A cancelled request is said to be cut by the shutdown instead."""
+    async def answering(scope, receive, send):
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, receive, tracked)
+        except asyncio.CancelledError:
+            if scope["type"] != "http":
+                raise
+            if not started:
+                await _plain(send, 503, "fgraph browse stopped before this request was answered; "
+                                        "ask again once it is running")
+    return answering
+
+
+async def _plain(send, status: int, text: str, headers: list | None = None) -> None:
+    body = (text + "\n").encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), *(headers or []),
+                            (b"content-length", str(len(body)).encode("ascii"))]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool, allow_sql: bool) -> _Server:
+    if not browse_sql.limit_heap(BROWSE_HEAP_BYTES):   # process-wide: set here, in the server, only
+        sys.stderr.write("fgraph browse: this Python's sqlite3 cannot limit SQLite's heap; the length, "
+                         "answer and time limits still apply\n")
+    guard = browse_sql.Guard()
+    ds = build(path, allow_sql=allow_sql, guard=guard)
     await ds.invoke_startup()
     if open_browser:
         webbrowser.open(url)
-    config = uvicorn.Config(refuse_writes(ds.app()), lifespan="on", log_level="warning", access_log=False)
-    server = _Server(config)
+    # A statement SQLite cannot interrupt (one call of a function over long values) may outlast the
+    # guard's stop; uvicorn then gives up on its answer after BROWSE_STOP_SECONDS and the process ends.
+    config = uvicorn.Config(refuse_writes(answer_when_cut(ds.app())), lifespan="on", log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=BROWSE_STOP_SECONDS)
+    server = _Server(config, guard)
     try:
         await server.serve(sockets=[sock])
     finally:
-        for database in ds.databases.values():
-            database.close()
+        # After Ctrl-C a step SQLite could not interrupt may still run on one connection: closing it
+        # under the step would crash the process, so they are left to the exit, which waits for it.
+        if guard.idle(BROWSE_STOP_SECONDS):
+            for database in ds.databases.values():
+                database.close()
     return server

@@ -24,14 +24,18 @@ from fgraph.cli.paths import resolve_db_path
 @click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True,
               help="Port to listen on; 0 picks a free one.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the view in a web browser.")
+@click.option("--sql", "allow_sql", is_flag=True,
+              help="Also run visitors' own read-only SQL (Datasette's SQL box, ?sql=); off: refused with 403.")
 @click.pass_context
-def browse(ctx, host, port, open_browser):
+def browse(ctx, host, port, open_browser, allow_sql):
     """Serve a read-only web view of the database (Datasette) until Ctrl-C.
 
     \b
     Prints the URL on stdout, then serves pages for an entity's current
     state and history, a transaction's receipt and the event stream.
-    Nothing is written to the file. Needs the extra: pip install 'fgraph[browse]'
+    Nothing is written to the file. Arbitrary SQL only with --sql; every
+    query is bounded in time, length and memory (docs/browse.md, Limits).
+    Needs the extra: pip install 'fgraph[browse]'
 
     \b
     Example:
@@ -48,7 +52,7 @@ def browse(ctx, host, port, open_browser):
                                    "pick another --port, or --port 0 for a free one") from None
     url = web.url_of(sock, host)
     _write_line(dumps({"url": url}) if ctx.meta.get(_JSON) else url)
-    web.serve(path, sock, url, open_browser=open_browser)
+    web.serve(path, sock, url, open_browser=open_browser, allow_sql=allow_sql)
 
 
 def _browse_module():

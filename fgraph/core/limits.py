@@ -36,6 +36,14 @@ DEFAULT_QUERY_BUDGET = 100_000       # work units of one query (--query-budget, 
 CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET = 3000, 100_000, 100   # characters of `context`
 CONTEXT_LIMIT, CONTEXT_MAX_LIMIT = 10, 10_000                                # items of `context`
 
+# issue 29 item 7 — what one request of `fgraph browse` may take (docs/browse.md, Limits)
+BROWSE_TIME_LIMIT_MS = 2000          # one statement, from its start to its last row (also Datasette's sql_time_limit_ms)
+BROWSE_LENGTH_BYTES = 16 * 1048576   # SQLITE_LIMIT_LENGTH: any string, blob or row; above MAX_EVENT_BYTES, so a stored event reads
+BROWSE_LIKE_PATTERN_BYTES = 100      # SQLITE_LIMIT_LIKE_PATTERN_LENGTH: one LIKE or GLOB pattern (its cost is length x pattern)
+BROWSE_ANSWER_BYTES = 32 * 1048576   # text and blob bytes of one answer read out of SQLite
+BROWSE_HEAP_BYTES = 128 * 1048576    # sqlite3_hard_heap_limit64 of the browse process's SQLite: all its statements together
+BROWSE_STOP_SECONDS = 0.5            # after SIGTERM or Ctrl-C, how long running requests get to finish their answer
+
 # 03 §7 — identifiers: lowercase, hyphenated RFC 4122, version 1–5, variant 10
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 

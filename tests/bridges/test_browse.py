@@ -20,6 +20,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,6 +30,7 @@ from pathlib import Path
 import pytest
 
 import fgraph
+from fgraph.core import limits
 from fgraph.query import browse_sql
 
 needs_datasette = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
@@ -118,6 +121,16 @@ def server(tmp_path_factory):
         holder.stdin.close()  # the holder leaves its loop, closes the store and exits
         holder.wait(timeout=30)
         holder.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def sql_server(server):
+    """The same store served with ``--sql``: arbitrary (read-only) SQL allowed, the limits still in force."""
+    browse, url = start_browse(server.path, "--sql")
+    try:
+        yield Server(server.path, server.reports, server.holder, browse, url)
+    finally:
+        stop(browse)
 
 
 # ----------------------------------------------------------------- fetching and reading pages
@@ -262,15 +275,16 @@ def test_entities_page_lists_entities_not_transactions(server):
 # ----------------------------------------------------------------- read-only and live
 
 @needs_datasette
-def test_writes_are_refused_and_the_file_is_unchanged(server):
+def test_writes_are_refused_and_the_file_is_unchanged(server, sql_server):
     before = file_state(server.path)
     assert before["wal"] is not None   # the holder's commits are in the WAL, not yet in the file
     for method, path in (("POST", "/fgraph/entity"), ("POST", "/fgraph/fgraph_facts/-/insert"),
                          ("POST", "/fgraph/-/create"), ("PUT", "/fgraph"), ("DELETE", "/fgraph/fgraph_facts/1")):
         status, text = fetch(server.url.removesuffix("/fgraph") + path, method, b'{"row": {"e": 1}}')
         assert status == 405 and "read-only" in text, (method, path, status)
-    status, text = fetch(f"{server.url}.json?sql=" + urllib.parse.quote("DELETE FROM fgraph_facts"))
+    status, text = fetch(f"{sql_server.url}.json?sql=" + urllib.parse.quote("DELETE FROM fgraph_facts"))
     assert status == 400 and "SELECT" in text
+    assert fetch(f"{server.url}.json?sql=" + urllib.parse.quote("DELETE FROM fgraph_facts"))[0] in (400, 403)
     for query, params in (("entity", {"entity": "ada"}), ("history", {"entity": "charles"}), ("events", {})):
         page(server, query, **params)
     assert fetch(server.url + "/fgraph_facts")[0] == 200
@@ -297,6 +311,273 @@ def test_the_read_only_connection_refuses_writes(tmp_path):
         assert conn.execute(browse_sql.ENTITY, {"entity": "fgraph/at"}).fetchall()
     finally:
         conn.close()
+
+
+# ----------------------------------------------------------------- hostile requests (issue 29 item 7)
+
+MIB = 1048576
+# The requests that froze the server for ~90 s and grew it to 2.3-2.9 GB: one SQLite step each, which
+# no progress handler can stop; SQLite's length limit refuses them before they allocate.
+HUGE = ("select randomblob(1000000000)", "select hex(zeroblob(300000000))")
+SLOW = "with recursive c(x) as (select 1 union all select x+1 from c) select count(*) from c"
+QUICK_SECONDS = 5       # a refused request answers at once; 5 s leaves room for a busy machine
+# The server's peak RSS: Datasette's own (about 100 MiB) plus what the limits let SQLite and the answers hold.
+RSS_BOUND_MIB = 100 + (limits.BROWSE_HEAP_BYTES + 3 * limits.BROWSE_ANSWER_BYTES) // MIB + 150
+
+
+def run_sql(url: str, sql: str, suffix: str = ".json") -> tuple[int, str, float]:
+    started = time.monotonic()
+    status, text = fetch(f"{url}{suffix}?sql=" + urllib.parse.quote(sql))
+    return status, text, time.monotonic() - started
+
+
+def peak_rss_mib(proc: subprocess.Popen) -> float:
+    with open(f"/proc/{proc.pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc")
+
+
+@needs_datasette
+def test_arbitrary_sql_is_off_by_default_with_a_clear_403(server):
+    for suffix in ("", ".json", ".csv"):
+        status, text, seconds = run_sql(server.url, "select 1", suffix)
+        assert status == 403 and "--sql" in text and "Traceback" not in text, (suffix, status, text[-500:])
+    for sql in HUGE:
+        status, text, seconds = run_sql(server.url, sql)
+        assert status == 403 and seconds < QUICK_SECONDS, (sql, status, seconds)
+    assert fetch(f"{server.url}/fgraph_facts?_where=1")[0] == 403   # a raw WHERE clause is SQL too
+    status, text = fetch(server.url)
+    assert status == 200 and 'name="sql"' not in text                  # no SQL box on the store's page
+    assert fetch(f"{server.url}/fgraph_facts")[0] == 200                # table pages and canned queries stay
+    assert texts(page(server, "entity", entity="ada"), "value")[-1] == ("Ada Lovelace",)
+
+
+@needs_datasette
+def test_error_pages_write_nothing_on_stdout(server):
+    """Datasette printed each error page's exception, with its locals, on stdout: the URL line's
+    stream, which the fixture (like a supervisor) does not read; after ~64 KiB the server froze."""
+    for _ in range(40):
+        status, text = fetch(f"{server.url}/no_such_table")
+        assert status == 404 and "Traceback" not in text
+    assert fetch(server.url)[0] == 200
+    assert select.select([server.browse.stdout], [], [], 0.5)[0] == []   # nothing after the URL line
+
+
+@needs_datasette
+def test_arbitrary_sql_runs_with_the_flag(sql_server):
+    status, text, _ = run_sql(sql_server.url, "select 1 + 1 as two")
+    assert status == 200 and json.loads(text)["rows"] == [[2]], text[-500:]
+    status, text = fetch(sql_server.url)
+    assert status == 200 and 'name="sql"' in text
+
+
+@needs_datasette
+def test_huge_blobs_are_refused_at_once_and_memory_stays_bounded(sql_server):
+    for sql in HUGE:
+        status, text, seconds = run_sql(sql_server.url, sql)
+        assert status == 400 and seconds < QUICK_SECONDS, (sql, status, seconds, text[-500:])
+        assert f"{limits.BROWSE_LENGTH_BYTES // MIB} MiB" in text and "Traceback" not in text, text[-500:]
+    assert peak_rss_mib(sql_server.browse) < RSS_BOUND_MIB
+
+
+@needs_datasette
+def test_an_answer_over_its_budget_is_refused_not_buffered(sql_server):
+    """1000 rows of 16 MB each: every value within the length limit, the answer 16 GB."""
+    sql = ("with recursive c(x) as (select 1 union all select x+1 from c limit 1000) "
+           "select zeroblob(16000000) from c")
+    status, text, seconds = run_sql(sql_server.url, sql)
+    assert status == 400 and seconds < QUICK_SECONDS, (status, seconds, text[-500:])
+    assert f"{limits.BROWSE_ANSWER_BYTES // MIB} MiB" in text
+    assert peak_rss_mib(sql_server.browse) < RSS_BOUND_MIB
+
+
+@needs_datasette
+def test_a_long_query_stops_at_the_time_limit(sql_server):
+    status, text, seconds = run_sql(sql_server.url, SLOW)
+    assert status == 400 and "Traceback" not in text, text[-500:]
+    assert seconds < limits.BROWSE_TIME_LIMIT_MS / 1000 + QUICK_SECONDS
+
+
+# One step SQLite cannot interrupt: a LIKE over a value of the length limit, ~3 s on a laptop.
+UNINTERRUPTIBLE = "select hex(zeroblob(8000000)) like '%" + "0" * 90 + "z%'"
+
+
+@needs_datasette
+@pytest.mark.parametrize("sql, answers_expected", [(SLOW, ([400],)), (UNINTERRUPTIBLE, ([400], [503]))],
+                         ids=["interruptible", "one-long-step"])
+def test_sigterm_during_a_slow_request_ends_the_server_within_a_second(tmp_path, sql, answers_expected):
+    """The running statement is interrupted and answered (400); a step SQLite cannot interrupt is left
+    behind after BROWSE_STOP_SECONDS and its request answered 503 (uvicorn's own answer was a 500)."""
+    path = tmp_path / "t.fgraph"
+    with fgraph.connect(str(path)):
+        pass
+    proc, url = start_browse(path, "--sql")
+    answers = []
+
+    def ask():
+        try:
+            answers.append(run_sql(url, sql)[0])
+        except OSError as exc:   # the connection cut: recorded, and the assertion below says so
+            answers.append(exc)
+
+    try:
+        asking = threading.Thread(target=ask)
+        asking.start()
+        time.sleep(0.8)    # the query is running (it would run for the whole time limit)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        latency = time.monotonic() - sent
+        asking.join(timeout=60)
+    finally:
+        stop(proc)
+    assert latency < 1.0, latency
+    assert code == -signal.SIGTERM     # uvicorn re-raises the signal once its shutdown is done
+    assert answers in answers_expected   # answered, not cut without a word
+
+
+@needs_datasette
+def test_ctrl_c_during_one_long_step_exits_130_not_a_crash(tmp_path):
+    """Once the shutdown gave up on a step SQLite could not interrupt, closing its connection under it
+    crashed the process (SIGSEGV) when the step returned; the connection is now left to the exit."""
+    path = tmp_path / "t.fgraph"
+    with fgraph.connect(str(path)):
+        pass
+    proc, url = start_browse(path, "--sql")
+    try:
+        asking = threading.Thread(target=lambda: fetch(f"{url}.json?sql=" + urllib.parse.quote(UNINTERRUPTIBLE)))
+        asking.start()
+        time.sleep(0.8)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+        asking.join(timeout=60)
+    finally:
+        stop(proc)
+
+
+def _store(tmp_path) -> str:
+    path = str(tmp_path / "t.fgraph")
+    with fgraph.connect(path) as db:
+        db.transact({"id": "ada", "person/name": "Ada Lovelace"})
+    return path
+
+
+def test_browse_connections_bound_lengths_patterns_and_slow_functions(tmp_path):
+    conn = browse_sql.connect_read_only(_store(tmp_path))
+    try:
+        assert conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) == limits.BROWSE_LENGTH_BYTES
+        assert conn.getlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH) == limits.BROWSE_LIKE_PATTERN_BYTES
+        assert limits.BROWSE_LENGTH_BYTES > limits.MAX_EVENT_BYTES   # every stored event stays readable
+        for sql in HUGE:
+            started = time.monotonic()
+            with pytest.raises(sqlite3.DataError, match=f"{limits.BROWSE_LENGTH_BYTES // MIB} MiB"):
+                conn.execute(sql).fetchall()
+            assert time.monotonic() - started < 1
+        for sql in ("select instr('abc', 'b')", "select REPLACE('a', 'a', 'b')", "select trim(' a ')",
+                    "select json_patch('{}', '{}')", "select printf('%.*c', 1000000000, 'x')"):
+            with pytest.raises(sqlite3.OperationalError, match="refuses"):
+                conn.execute(sql).fetchall()
+        with pytest.raises(sqlite3.OperationalError, match="pattern"):
+            conn.execute("select 'a' like ?", ["%" + "a" * limits.BROWSE_LIKE_PATTERN_BYTES + "%"]).fetchall()
+        assert conn.execute("select 'xay' like '%a%', length(hex(randomblob(1000000)))").fetchall() == [(1, 2000000)]
+        assert conn.execute(browse_sql.ENTITY, {"entity": "ada"}).fetchall()
+    finally:
+        conn.close()
+
+
+def test_an_answer_over_its_budget_is_refused_row_by_row(tmp_path):
+    conn = browse_sql.connect_read_only(_store(tmp_path))
+    rows = limits.BROWSE_ANSWER_BYTES // MIB + 10
+    try:
+        cursor = conn.execute(f"with recursive c(x) as (select 1 union all select x+1 from c limit {rows}) "
+                              "select zeroblob(1048576) from c")
+        with pytest.raises(sqlite3.DataError, match=f"{limits.BROWSE_ANSWER_BYTES // MIB} MiB"):
+            cursor.fetchall()
+        assert len(conn.execute("select zeroblob(1048576) from fgraph_ids limit 3").fetchall()) == 3  # a new budget
+    finally:
+        conn.close()
+
+
+def test_a_refused_answer_leaves_no_statement_for_a_later_interrupt_to_hit(tmp_path):
+    """Found by the torture family: a statement stopped half-way by the answer budget stayed active
+    while its traceback held the cursor, so SQLite kept the interrupt of a later slow statement on
+    that connection, and the next one (Datasette's PRAGMA schema_version) failed "interrupted": a 500."""
+    conn = browse_sql.connect_read_only(_store(tmp_path), browse_sql.Guard(0.3))
+    rows = limits.BROWSE_ANSWER_BYTES // MIB + 10
+    try:
+        cursor = conn.execute(f"with recursive c(x) as (select 1 union all select x+1 from c limit {rows}) "
+                              "select zeroblob(1048576) from c")
+        with pytest.raises(sqlite3.DataError):
+            cursor.fetchall()
+        with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+            conn.execute(SLOW.replace("count(*)", "count(*), randomblob(10)")).fetchall()   # the watchdog stops it
+        assert conn.execute("PRAGMA schema_version").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_statement_past_its_deadline_is_interrupted_and_stop_interrupts_all(tmp_path):
+    path = _store(tmp_path)
+    guard = browse_sql.Guard(0.3)
+    conn = browse_sql.connect_read_only(path, guard)
+    try:
+        started = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+            conn.execute(SLOW).fetchall()
+        assert 0.25 < time.monotonic() - started < 2
+        assert conn.execute("select 1").fetchall() == [(1,)]    # the next statement has its own deadline
+    finally:
+        conn.close()
+    guard = browse_sql.Guard(60)
+    conns = [browse_sql.connect_read_only(path, guard) for _ in range(2)]
+    errors = []
+
+    def run(conn):
+        try:
+            conn.execute(SLOW).fetchall()
+        except sqlite3.OperationalError as exc:
+            errors.append((str(exc), time.monotonic()))
+
+    threads = [threading.Thread(target=run, args=(conn,)) for conn in conns]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(0.3)
+        assert not guard.idle(0.05)          # the server closes no connection while this is so
+        stopped = time.monotonic()
+        guard.stop()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert guard.idle(0)
+        assert [text for text, _ in errors] == ["interrupted", "interrupted"]
+        assert max(when for _, when in errors) - stopped < 0.5
+        with pytest.raises(sqlite3.OperationalError, match="interrupted"):   # nothing new starts
+            conns[0].execute("select 1")
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def test_the_heap_limit_bounds_what_sqlite_may_hold(tmp_path):
+    """Process-wide, so in a process of its own: several columns, each within the length limit,
+    together over the heap limit, fail as one clear error instead of growing the process."""
+    code = """
+import sqlite3, sys
+from fgraph.query import browse_sql
+assert browse_sql.limit_heap(64 * 1048576) is True
+conn = browse_sql.connect_read_only(sys.argv[1])
+assert conn.execute("select length(randomblob(10000000))").fetchall() == [(10000000,)]
+try:
+    conn.execute("select " + ", ".join(["randomblob(15000000)"] * 8)).fetchall()
+except sqlite3.OperationalError as exc:
+    assert "64 MiB" in str(exc), exc
+    print("refused")
+"""
+    result = subprocess.run([sys.executable, "-c", code, _store(tmp_path)], capture_output=True, text=True,
+                            env=clean_env(), timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "refused", result.stderr[-2000:]
 
 
 # ----------------------------------------------------------------- the command's errors
