@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
@@ -107,6 +106,8 @@ def refuse_sidecar_name(path: str, what: str) -> None:
 
 def write_atomically(path: str, data: bytes, what: str = "file") -> None:
     """Replace ``path`` with ``data``: readers see the old contents or the new, never a part."""
+    import secrets  # here: it loads hashlib, which a plain read of a store never needs
+
     refuse_unsafe_target(path, what)
     directory = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
