@@ -65,12 +65,12 @@ class DataSource:
             number += 1
             self.line_count = number
             if len(raw) > MAX_DOCUMENT_INPUT_BYTES:
-                size = len(raw) + _skip_rest_of_line(handle, raw)
-                offset += size
+                # the rest of the line is skipped only when the caller goes on (``lines`` stops here)
                 yield number, BadLine(
                     f"the line is over {MAX_DOCUMENT_INPUT_BYTES} bytes",
                     TooLarge(f"add input line {number} is over {MAX_DOCUMENT_INPUT_BYTES} bytes",
                              "a record must fit in one event (8 MiB); split large values into smaller facts"))
+                offset += len(raw) + _skip_rest_of_line(handle, raw)
                 continue
             try:
                 line = raw.decode("utf-8", self._errors).strip()

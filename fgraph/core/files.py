@@ -77,14 +77,21 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def refuse_unsafe_target(path: str, what: str) -> None:
-    """A file fgraph replaces must be absent or a regular file, not a link, FIFO, device or directory."""
+def _entry_mode(path: str, what: str) -> int | None:
+    """The mode of ``path`` itself (a link is not followed), None when nothing is there."""
     try:
-        mode = os.lstat(path).st_mode
+        return os.lstat(path).st_mode
     except FileNotFoundError:
-        return
+        return None
     except OSError as exc:
         raise os_failure(exc, path, what, "examined") from None
+
+
+def refuse_unsafe_target(path: str, what: str) -> None:
+    """A file fgraph replaces must be absent or a regular file, not a link, FIFO, device or directory."""
+    mode = _entry_mode(path, what)
+    if mode is None:
+        return
     if stat.S_ISLNK(mode):
         raise Conflict(f"{what} {path!r} is a symbolic link (to {os.readlink(path)!r})",
                        "remove the link; fgraph never writes through links")
@@ -195,12 +202,9 @@ def read_sidecar(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes
 def remove_sidecar(path: str, what: str) -> None:
     """Remove ``path`` when it is a file or a link (the link, never what it points to); absent is fine.
     Anything else (a directory, a FIFO, a device) was put there by someone else and is left alone."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    mode = _entry_mode(path, what)
+    if mode is None:
         return
-    except OSError as exc:
-        raise os_failure(exc, path, what, "examined") from None
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not fgraph's file", "remove it by hand, then retry")
     try:
