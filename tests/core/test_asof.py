@@ -29,3 +29,16 @@ def test_at_the_latest_basis_the_live_form_gives_the_same_facts():
     assert visible_at(20, 20, "f") == "f.rx IS NULL"
     assert visible_ids(20, 20) == visible_ids(20)
     assert visible_at(19, 20) == "tx <= 19 AND (rx IS NULL OR rx > 19)"
+
+
+def test_no_other_module_writes_the_predicate():
+    """One home (issue 28): the as-of form "asserted at or before, not retracted at or before" is
+    written only here; a reader that needs it calls ``visible_at``."""
+    import pathlib
+    import re
+
+    import fgraph
+    package = pathlib.Path(fgraph.__file__).parent
+    form = re.compile(r"tx\s*<=.{0,60}rx\s+IS\s+NULL\s+OR\s+\S*rx\s*>", re.IGNORECASE | re.DOTALL)
+    writers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if form.search(p.read_text()))
+    assert writers == ["core/asof.py"]
