@@ -44,6 +44,9 @@ BROWSE_ANSWER_BYTES = 32 * 1048576   # text and blob bytes of one answer read ou
 BROWSE_HEAP_BYTES = 128 * 1048576    # sqlite3_hard_heap_limit64 of the browse process's SQLite: all its statements together
 BROWSE_STOP_SECONDS = 0.5            # after SIGTERM or Ctrl-C, how long running requests get to finish their answer
 
+# issue 29 item 14 — one line of `fgraph mcp`'s stdio wire (docs/mcp.md, M7); above the largest event
+MCP_MESSAGE_BYTES = 4 * MAX_EVENT_BYTES
+
 # 03 §7 — identifiers: lowercase, hyphenated RFC 4122, version 1–5, variant 10
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.stdio import stdio_server
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 
@@ -26,6 +25,7 @@ import fgraph
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.mcp.resources import Resources
 from fgraph.mcp.tools import Tools
+from fgraph.mcp.wire import vetted_stdio
 
 TITLE = "fgraph temporal memory"
 DESCRIPTION = ("A single SQLite file of auditable facts with their full history and provenance, "
@@ -210,7 +210,7 @@ def serve(db, *, write: bool, embed=None) -> None:
     options = lowlevel.create_initialization_options(experimental_capabilities={})
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with vetted_stdio() as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, options)
 
     anyio.run(run)
