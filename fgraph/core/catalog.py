@@ -178,8 +178,9 @@ class Catalog:
         return None
 
     def event_row(self, tx: int):
+        """(event_hash, operation_id, request_hash) of transaction ``tx``, or None."""
         return self.conn.execute(
-            "SELECT event_hash, event_data, operation_id, request_hash FROM fgraph_events WHERE tx = ?",
+            "SELECT event_hash, operation_id, request_hash FROM fgraph_events WHERE tx = ?",
             (tx,)).fetchone()
 
     def operation(self, operation_id: str):

@@ -240,8 +240,8 @@ class OverlayCatalog(Catalog):
         return super().tx_for_instant(instant, basis)
 
     def event_row(self, tx: int):
-        found = self.overlay.events.get(tx)
-        return found if found is not None else super().event_row(tx)
+        found = self.overlay.events.get(tx)  # (hash, payload, operation_id, request_hash)
+        return (found[0], found[2], found[3]) if found is not None else super().event_row(tx)
 
     def operation(self, operation_id: str):
         self.settled()

@@ -224,7 +224,7 @@ class Reader:
             raise ValueTypeError(f"transaction {tx!r} is not a 64-bit integer", "pass a transaction id")
         if not (GENESIS_TX <= tx <= self.basis and self.cat.is_transaction(tx)):
             raise NotFound(f"transaction {tx} was not found", "use a transaction id returned by transact()")
-        event_hash, _, operation_id, req_hash = self.cat.event_row(tx)
+        event_hash, operation_id, req_hash = self.cat.event_row(tx)
         out = {"read_basis_tx": self.basis, "basis_tx": self.cat.tx_before(tx) if tx > GENESIS_TX else GENESIS_TX, "tx": tx,
                "event": gid_to_uuid(self.cat.gid_of(tx)), "event_hash": "sha256:" + event_hash.hex(),
                "operation_id": operation_id,

@@ -21,6 +21,7 @@ from fgraph.core.errors import Conflict, NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
 from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
+from fgraph.core.payload import payload_bytes, verified_text
 from fgraph.core.rows import Rows, event_hash
 from fgraph.core.session import WriteSession
 from fgraph.core.txn import is_speculating, write_transaction
@@ -82,9 +83,10 @@ def _mentioning_events(conn, selector) -> set[int]:
     """Transactions whose payload names the selector; SQLite's instr() prefilters in C."""
     needle = dumps(selector["eid"]) if isinstance(selector, dict) else dumps(selector)
     found = set()
-    for tx, text in conn.execute("SELECT tx, event_data FROM fgraph_events WHERE event_data IS NOT NULL "
-                                 f"AND tx > {GENESIS_TX} AND instr(event_data, ?) > 0", (needle,)):
-        if _mentions(loads(text), selector):
+    for tx, data, stored_hash in conn.execute(
+            f"SELECT tx, {payload_bytes()}, event_hash FROM fgraph_events WHERE event_data IS NOT NULL "
+            f"AND tx > {GENESIS_TX} AND instr(event_data, ?) > 0", (needle,)):
+        if _mentions(loads(verified_text(tx, data, stored_hash)), selector):
             found.add(tx)
     return found
 

@@ -15,6 +15,7 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.identity import gid_to_uuid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX
+from fgraph.core.payload import payload_bytes, verified_text
 
 FOLLOW_MIN_INTERVAL = 0.005
 FOLLOW_MAX_INTERVAL = 0.05
@@ -35,13 +36,13 @@ def redacted_stub(cat: Catalog, tx: int, event_hash: bytes) -> str:
 
 
 def _rows(conn, since: int, through: int | None):
-    """Rows (tx, event_data, event_hash) with since < tx <= through, fetched in bounded batches."""
+    """Rows (tx, payload bytes, event_hash) with since < tx <= through, fetched in bounded batches."""
     while True:
         if through is None:
-            rows = conn.execute("SELECT tx, event_data, event_hash FROM fgraph_events WHERE tx > ? ORDER BY tx "
+            rows = conn.execute(f"SELECT tx, {payload_bytes()}, event_hash FROM fgraph_events WHERE tx > ? ORDER BY tx "
                                 "LIMIT ?", (since, BATCH)).fetchall()
         else:
-            rows = conn.execute("SELECT tx, event_data, event_hash FROM fgraph_events WHERE tx > ? AND tx <= ? "
+            rows = conn.execute(f"SELECT tx, {payload_bytes()}, event_hash FROM fgraph_events WHERE tx > ? AND tx <= ? "
                                 "ORDER BY tx LIMIT ?", (since, through, BATCH)).fetchall()
         if not rows:
             return
@@ -64,7 +65,10 @@ def iter_event_lines(conn, since: int = GENESIS_TX, through: int | None = None) 
     check_through(through)
     cat = Catalog(conn)
     for tx, data, event_hash in _rows(conn, check_since(since), through):
-        yield tx, (data if data is not None else redacted_stub(cat, tx, event_hash))
+        if data is None:
+            yield tx, redacted_stub(cat, tx, event_hash)
+        else:
+            yield tx, verified_text(tx, data, event_hash, lambda tx=tx: gid_to_uuid(cat.gid_of(tx)))
 
 
 def follow_lines(conn, since: int, *, stop=None, longest: float = FOLLOW_MAX_INTERVAL) -> Iterator[tuple[int, str]]:

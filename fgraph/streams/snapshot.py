@@ -20,6 +20,7 @@ from fgraph.core.genesis import A_AT, A_IMPORTED_AT
 from fgraph.core.identity import GENESIS_EVENT, gid_to_uuid
 from fgraph.core.txn import read_transaction
 from fgraph.core.limits import GENESIS_TX
+from fgraph.core.payload import payload_bytes, verified_text
 
 SELECTOR_CACHE = 8192
 
@@ -65,7 +66,7 @@ def iter_snapshot(conn, basis: int | None = None) -> Iterator[str]:
 # their entity, attribute, transaction and retracting transaction. The facts are scanned in rowid
 # (= id) order, so no sort is needed however large the store is.
 _RECEIPTS = (
-    "SELECT ev.tx, ev.event_hash, ev.event_data, ev.operation_id, ev.request_hash, ids.gid, "
+    f"SELECT ev.tx, ev.event_hash, {payload_bytes('ev.event_data')}, ev.operation_id, ev.request_hash, ids.gid, "
     f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = {A_AT} AND tx = ev.tx), "
     f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = {A_IMPORTED_AT} AND tx = ev.tx) "
     "FROM fgraph_events AS ev CROSS JOIN fgraph_ids AS ids ON ids.id = ev.tx "
@@ -120,8 +121,9 @@ def _lines(conn, basis: int | None) -> Iterator[str]:
                 created.append(pending[2] if pending[2] is not None else {"eid": gid_to_uuid(pending[3])})
             pending = next(created_rows, None)
         receipts += 1
-        yield emit(_receipt_line(tx, event_hash, event_data, operation_id, request_hash, at,
-                                 imported if imported is not None else at, created, gid_to_uuid(gid)))
+        event = gid_to_uuid(gid)
+        yield emit(_receipt_line(tx, event_hash, verified_text(tx, event_data, event_hash, event), operation_id,
+                                 request_hash, at, imported if imported is not None else at, created, event))
     facts = 0
     render, logical_name, indirect = values.render, values.logical_name, values.INDIRECT_TAGS
     attribute_texts: dict = {}  # attributes are few and repeat on every fact

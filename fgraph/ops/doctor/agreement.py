@@ -20,6 +20,7 @@ from fgraph.core.canonical import dumps, format_float
 from fgraph.core.errors import FgraphError
 from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.limits import EVENT_KEYS, GENESIS_TX
+from fgraph.core.payload import payload_bytes, stored_text
 
 _COLUMNS = ("SELECT {0}, f.e, f.a, f.v, f.t, ie.name, ie.gid, ia.name, b.data, iv.name, iv.gid, f.id "
             "FROM fgraph_facts f LEFT JOIN fgraph_ids ie ON ie.id = f.e LEFT JOIN fgraph_ids ia ON ia.id = f.a "
@@ -99,8 +100,8 @@ class FactWalk:
         while row is not None and row[0] <= tx:
             current = row[0]
             if payload is None or current != tx:  # out of transaction order: only on a damaged file
-                found = self.c.one("SELECT event_data FROM fgraph_events WHERE tx = ?", (current,))
-                event = Payload(found[0] if found is not None else None)
+                found = self.c.one(f"SELECT {payload_bytes()} FROM fgraph_events WHERE tx = ?", (current,))
+                event = Payload(stored_text(found[0]) if found is not None else None)
             else:
                 event = payload
             sets = event.asserting() if self.asserting else event.retracting()

@@ -20,6 +20,7 @@ from fgraph.core.errors import FgraphError
 from fgraph.core.genesis import A_AT, A_EXCISED, A_IMPORTED_AT, genesis_event
 from fgraph.core.identity import anonymous_eid, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, UUID_RE, is_subsequence
+from fgraph.core.payload import damage, payload_bytes, stored_text
 from fgraph.ops.doctor.agreement import EXCISION_KEYS, FactWalk, Payload, first_disagreement
 from fgraph.ops.doctor.agreement import uuid_text as _uuid, well_formed as _well_formed
 
@@ -76,7 +77,9 @@ class _EventPass:
                      "redaction payload")
             return
         bad = f"event {tx} payload is invalid: event {uuid}"
-        if not isinstance(text, str) or hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() != event_hash:
+        if not isinstance(text, str):  # bytes that are not UTF-8 (``stored_text``)
+            return line("events", "invalid payloads", f"{bad} payload {damage(text, event_hash)}")
+        if hashlib.sha256(text.encode("utf-8")).digest() != event_hash:
             return line("events", "invalid payloads", f"{bad} hash differs from its stored canonical payload")
         doc = self.parse(text)
         if doc is None:
@@ -139,8 +142,8 @@ def events(c) -> None:
     state = _EventPass(c)
     asserting = FactWalk(c, asserting=True)
     retracting = FactWalk(c, asserting=False) if c.worker is None else None  # else the worker walks them
-    for tx, event_hash, text, uuid, at, imported, excision in c.q(
-            "SELECT ev.tx, ev.event_hash, ev.event_data, i.gid, "
+    for tx, event_hash, data, uuid, at, imported, excision in c.q(
+            f"SELECT ev.tx, ev.event_hash, {payload_bytes('ev.event_data')}, i.gid, "
             f"(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_AT} "
             "AND r.tx = ev.tx ORDER BY r.rx IS NOT NULL LIMIT 1), "
             f"(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_IMPORTED_AT} "
@@ -153,6 +156,7 @@ def events(c) -> None:
             if pending[0] == tx and pending[1] != tx:
                 created.append(pending[1:])
             pending = next(ids, None)
+        text = stored_text(data)
         state.event(tx, event_hash, text, _uuid(uuid), at, imported, bool(excision), created)
         payload = Payload(text)
         asserting.upto(tx, payload)
