@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import threading
 
 import orjson
 import pytest
@@ -98,10 +99,23 @@ def test_a_client_gone_before_the_refusal_ends_the_input():
 
 
 def _serve(path, lines: list[bytes], *extra: str) -> list[dict]:
-    proc = subprocess.run([OURS, "--db", str(path), "mcp", *extra], input=b"".join(lines), capture_output=True,
-                          env=_env(), timeout=120)
-    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
-    return [json.loads(line) for line in proc.stdout.splitlines()]  # stdout carries JSON-RPC only
+    """Every reply up to the answer to the last line's id; stdin stays open until then, since a
+    server is free to drop work still in flight when its client hangs up."""
+    last_id = json.loads(lines[-1])["id"]
+    proc = subprocess.Popen([OURS, "--db", str(path), "mcp", *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env())
+    proc.stdin.write(b"".join(lines))
+    proc.stdin.flush()
+    replies, watchdog = [], threading.Timer(120, proc.kill)  # a hang fails instead of blocking the suite
+    watchdog.start()
+    for line in proc.stdout:
+        replies.append(json.loads(line))  # stdout carries JSON-RPC only
+        if replies[-1].get("id") == last_id:
+            break
+    _, err = proc.communicate(timeout=120)  # closes stdin: the client hangs up
+    watchdog.cancel()
+    assert proc.returncode == 0 and b"Traceback" not in err
+    return replies
 
 
 def test_remember_with_altered_bytes_stores_nothing_and_the_server_keeps_serving(tmp_path):
