@@ -4,7 +4,9 @@ way to create, read, replace and remove them, so that none can be turned against
 - ``write_atomically`` never writes through a symbolic link, never onto a FIFO, a device or a
   directory, and never leaves a half-written file: the bytes go to a fresh, randomly named sibling
   created with ``O_EXCL | O_NOFOLLOW`` (a name planted in advance cannot be it), are fsynced, then
-  renamed over the target, and the directory is fsynced so the rename survives a power cut.
+  renamed over the target, and the directory is fsynced so the rename survives a power cut. The
+  sibling's name carries the writer's process id, so a temporary left by a writer killed mid-write
+  (kill -9 cannot be cleaned up after) is removed by the next write of the same file.
 - ``open_sidecar`` (a lock file) and ``read_sidecar`` never follow a link, never block on a FIFO
   and accept only a regular file; ``remove_sidecar`` removes a file or a link, nothing else.
 - ``refuse_sidecar_name`` keeps a new file off the names SQLite gives a database's journal, WAL
@@ -111,13 +113,52 @@ def refuse_sidecar_name(path: str, what: str) -> None:
                            f"choose a name that does not end in {', '.join(SQLITE_SIDECAR_SUFFIXES)}")
 
 
+def _temporary_prefix(path: str) -> str:
+    return f".{os.path.basename(path)}."
+
+
+def _process_is_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, but another user's
+        return False
+    return False
+
+
+def sweep_abandoned_temporaries(path: str) -> list[str]:
+    """Remove the temporaries of ``path`` whose writer process no longer exists (killed mid-write);
+    a live writer's, links and anything not a regular file are left alone. Returns the names removed."""
+    directory = os.path.dirname(os.path.abspath(path))
+    prefix, removed = _temporary_prefix(path), []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        owner = name[len(prefix):-len(".tmp")].split(".")[0]
+        try:
+            if not (owner.isdigit() and entry.is_file(follow_symlinks=False) and _process_is_gone(int(owner))):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue  # gone already, or not ours to remove: never a reason to fail the write
+        removed.append(name)
+    return removed
+
+
 def write_atomically(path: str, data: bytes, what: str = "file") -> None:
     """Replace ``path`` with ``data``: readers see the old contents or the new, never a part."""
     import secrets  # here: it loads hashlib, which a plain read of a store never needs
 
     refuse_unsafe_target(path, what)
+    sweep_abandoned_temporaries(path)
     directory = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    temporary = os.path.join(directory, f"{_temporary_prefix(path)}{os.getpid()}.{secrets.token_hex(6)}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
     except OSError as exc:
@@ -202,6 +243,7 @@ def read_sidecar(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes
 def remove_sidecar(path: str, what: str) -> None:
     """Remove ``path`` when it is a file or a link (the link, never what it points to); absent is fine.
     Anything else (a directory, a FIFO, a device) was put there by someone else and is left alone."""
+    sweep_abandoned_temporaries(path)
     mode = _entry_mode(path, what)
     if mode is None:
         return

@@ -17,7 +17,9 @@ import time
 import apsw
 
 from fgraph.core.errors import FgraphError
-from fgraph.core.files import read_sidecar, refuse_unsafe_target, remove_sidecar, write_atomically
+from fgraph.core.files import (
+    read_sidecar, refuse_unsafe_target, remove_sidecar, sweep_abandoned_temporaries, write_atomically,
+)
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import translate
 
@@ -46,6 +48,7 @@ def owe(path: str, tx: int) -> None:
     marker = marker_path(path)
     try:
         refuse_unsafe_target(marker, "scrub marker")
+        sweep_abandoned_temporaries(marker)  # a marker write killed mid-way (kill -9) left its temporary
         if os.path.exists(marker):
             return  # an older scrub is still owed: keep its transaction, the next scrub covers both
         _record(marker, tx)

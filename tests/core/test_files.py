@@ -9,7 +9,8 @@ import pytest
 
 from fgraph.core.errors import Conflict, ReadOnly, TooLarge
 from fgraph.core.files import (
-    fsync_directory, fsync_file, open_sidecar, read_sidecar, refuse_sidecar_name, remove_sidecar, write_atomically,
+    fsync_directory, fsync_file, open_sidecar, read_sidecar, refuse_sidecar_name, remove_sidecar,
+    sweep_abandoned_temporaries, write_atomically,
 )
 
 
@@ -52,6 +53,39 @@ def test_a_failed_write_removes_its_temporary(tmp_path, monkeypatch):
     with pytest.raises(TooLarge, match="no space left|No space left"):   # typed, never a bare OSError (issue 29)
         write_atomically(str(tmp_path / "marker"), b"x", "scrub marker")
     assert list(tmp_path.iterdir()) == []
+
+
+def _dead_pid() -> int:
+    """A process id that no longer exists: a child that has been reaped."""
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_temporary_left_by_a_killed_writer_is_removed_by_the_next_write(tmp_path):
+    target, dead = tmp_path / "marker", _dead_pid()
+    (tmp_path / f".marker.{dead}.0a1b2c3d4e5f.tmp").write_bytes(b"half")       # kill -9 mid-write
+    (tmp_path / f".marker.{os.getppid()}.0a1b2c3d4e5f.tmp").write_bytes(b"live")  # a live writer's
+    (tmp_path / ".marker.0a1b2c3d4e5f.tmp").write_bytes(b"old")                   # no process id: not ours
+    os.symlink(tmp_path / "elsewhere", tmp_path / f".marker.{dead}.ffffffffffff.tmp")
+    (tmp_path / f".other.{dead}.0a1b2c3d4e5f.tmp").write_bytes(b"another file's")
+    write_atomically(str(target), b"new", "scrub marker")
+    assert target.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([
+        "marker", f".marker.{os.getppid()}.0a1b2c3d4e5f.tmp", ".marker.0a1b2c3d4e5f.tmp",
+        f".marker.{dead}.ffffffffffff.tmp", f".other.{dead}.0a1b2c3d4e5f.tmp"])
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_removing_a_sidecar_also_removes_its_abandoned_temporaries(tmp_path):
+    dead = _dead_pid()
+    (tmp_path / "marker").write_bytes(b"x")
+    (tmp_path / f".marker.{dead}.0a1b2c3d4e5f.tmp").write_bytes(b"half")
+    remove_sidecar(str(tmp_path / "marker"), "scrub marker")
+    assert list(tmp_path.iterdir()) == []
+    assert sweep_abandoned_temporaries(str(tmp_path / "marker")) == []
 
 
 def test_fsync_helpers_accept_files_and_directories(tmp_path):
