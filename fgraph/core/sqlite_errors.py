@@ -38,6 +38,14 @@ def translate(exc: BaseException, *, writing: bool = False) -> FgraphError | Non
     if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
         return FormatError(f"the file is not a database or is damaged ({_detail(exc)})",
                            f"run `fgraph doctor`, and restore from a backup or snapshot if it reports damage{after}")
+    if isinstance(exc, UnicodeDecodeError):
+        # the driver decodes every TEXT value it returns; bytes that are not UTF-8 there mean a
+        # damaged page (or a write from outside fgraph), never input: input is decoded and refused
+        # where it is read. The stored bytes stay out of the message: they may be anyone's data.
+        return FormatError(f"the database holds text that is not valid UTF-8 (byte {exc.start} of a stored "
+                           f"string): the file is damaged",
+                           f"run `fgraph doctor` to list the damage, then restore from a verified backup or "
+                           f"snapshot{after}")
     if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
         return Conflict("the database is locked by another process",
                         f"retry in a moment; only one process can write at a time{after}")

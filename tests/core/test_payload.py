@@ -60,3 +60,41 @@ def test_reads_fail_typed_and_name_the_transaction(damaged, command):
         assert "\ufffd" not in out and "ada" not in out.split("\n")[-1]
     else:
         assert f"event {tx} payload is invalid" in out
+
+
+@pytest.fixture(params=["a fact's text", "an attribute's name"])
+def damaged_text(tmp_path, request):
+    """Bytes that are not UTF-8 in a TEXT column outside the event log (a flipped bit in a page)."""
+    path = tmp_path / "t.db"
+    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
+        db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815})
+    conn = apsw.Connection(str(path))
+    if request.param == "a fact's text":
+        conn.execute("UPDATE fgraph_facts SET v = CAST(X'4164ff61' AS TEXT) WHERE v = 'Ada Lovelace'")
+    else:
+        conn.execute("UPDATE fgraph_ids SET name = CAST(X'706572736f6e2fff626f726e' AS TEXT) WHERE name = 'person/born'")
+    conn.close()
+    return path
+
+
+def test_doctor_reports_text_that_is_not_utf8_as_a_finding(damaged_text):
+    code, out, err = cli("--db", str(damaged_text), "doctor")
+    assert code == 1 and "Traceback" not in err and "internal error" not in err
+    assert "not valid UTF-8" in out + err and len(err) < 400
+
+
+#: the reads that meet the damaged text, per damage; the others must answer as before
+MEETS = {"a fact's text": {"get", "history", "datoms", "q"},
+         "an attribute's name": {"get", "history", "datoms", "info", "schema"}}
+
+
+@pytest.mark.parametrize("command", [["get", "ada"], ["history", "ada"], ["datoms", "eavt"], ["info"], ["schema"],
+                                     ["q", '{"find":["?n"],"where":[["?e","person/name","?n"]]}']])
+def test_every_read_of_text_that_is_not_utf8_is_a_typed_format_error(damaged_text, request, command):
+    code, out, err = cli("--db", str(damaged_text), *command)
+    assert "Traceback" not in err and "internal error" not in err
+    if command[0] in MEETS[request.node.callspec.params["damaged_text"]]:
+        assert code == 1 and out == "" and err.startswith("FormatError: the database holds text that is not valid "
+                                                          "UTF-8 (byte ") and "Ad" not in err
+    else:
+        assert code == 0 and err == ""

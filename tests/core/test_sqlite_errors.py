@@ -32,6 +32,13 @@ def test_bugs_are_not_disguised_as_environment_failures(raised):
     assert translate(raised) is None
 
 
+def test_text_the_driver_cannot_decode_is_a_damaged_file_and_keeps_the_bytes_out_of_the_message():
+    raised = UnicodeDecodeError("utf-8", b"secret \xff value", 7, 8, "invalid start byte")
+    typed = translate(raised)
+    assert type(typed) is FormatError and "not valid UTF-8 (byte 7" in typed.message and "doctor" in typed.hint
+    assert "secret" not in str(typed) and "nothing of it was written" in str(translate(raised, writing=True))
+
+
 def test_the_backup_apis_lost_code_reads_as_a_failed_write():
     typed = translate(apsw.IOError("not an error"))
     assert "not an error" not in str(typed) and "a write failed" in str(typed)

@@ -64,6 +64,9 @@ class Checkup:
                     self.digest(expect_digest)
             except apsw.Error as exc:
                 self.findings.add("unreadable", f"checks stopped: SQLite could not read the file ({exc})")
+            except UnicodeDecodeError as exc:  # a damaged page: SQLite returned text that is not UTF-8
+                self.findings.add("unreadable", f"checks stopped: a stored text is not valid UTF-8 (byte "
+                                  f"{exc.start} of a {len(exc.object)}-byte string), a page of the file is damaged")
         self.findings.close()
         if parallel is not None:
             rows = self.worker.integrity() if self.worker is not None else parallel.result()
