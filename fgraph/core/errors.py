@@ -70,10 +70,16 @@ class QueryError(FgraphError):
 
 
 class FormatError(FgraphError):
-
-
     """A file is not (or no longer) a sound format-v2 database or stream."""
     name = "FormatError"
+
+
+DAMAGE_ADVICE = "run `fgraph doctor` to list the damage, then restore from a verified backup or snapshot"
+
+
+def damaged(what: str, *, after: str = "") -> FormatError:
+    """The error of a read that met what only a damaged page makes (``what`` says what it met)."""
+    return FormatError(f"{what}: the file is damaged", DAMAGE_ADVICE + after)
 
 
 class ReadOnly(FgraphError):

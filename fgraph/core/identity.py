@@ -14,7 +14,7 @@ from typing import Callable
 
 from fgraph.core import settings
 from fgraph.core.hashing import sha1, sha256
-from fgraph.core.errors import ValueTypeError
+from fgraph.core.errors import ValueTypeError, damaged
 from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, UUID_RE  # noqa: F401 (GENESIS_TX re-exported)
 
 GENESIS_EVENT = "00000000-0000-4000-8000-000000000040"
@@ -125,7 +125,11 @@ def gid_to_uuid(gid: bytes) -> str:
     if type(gid) is bytes and len(gid) == 16:  # the hot path of snapshots and reads: no UUID object
         h = gid.hex()
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-    return str(uuid.UUID(bytes=gid))
+    if isinstance(gid, (bytearray, memoryview)) and len(gid) == 16:
+        return str(uuid.UUID(bytes=bytes(gid)))
+    # every transaction and anonymous entity has a 16-byte gid (the schema checks it): one missing
+    # here is a registry row a damaged page lost, or changed
+    raise damaged("a transaction or entity has no stored UUID in the identity registry")
 
 
 def uuid_to_gid(text: str) -> bytes:

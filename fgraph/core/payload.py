@@ -11,10 +11,10 @@ finding (``ops/doctor/payloads``).
 
 from __future__ import annotations
 
-from fgraph.core.errors import FormatError
+from fgraph.core.errors import DAMAGE_ADVICE, FormatError
 from fgraph.core.hashing import sha256
 
-ADVICE = "run `fgraph doctor` to list the damage, then restore from a verified backup or snapshot"
+ADVICE = DAMAGE_ADVICE
 
 
 def payload_bytes(column: str = "event_data") -> str:

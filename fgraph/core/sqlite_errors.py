@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import apsw
 
-from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
+from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge, damaged
 
 
 
@@ -42,10 +42,8 @@ def translate(exc: BaseException, *, writing: bool = False) -> FgraphError | Non
         # the driver decodes every TEXT value it returns; bytes that are not UTF-8 there mean a
         # damaged page (or a write from outside fgraph), never input: input is decoded and refused
         # where it is read. The stored bytes stay out of the message: they may be anyone's data.
-        return FormatError(f"the database holds text that is not valid UTF-8 (byte {exc.start} of a stored "
-                           f"string): the file is damaged",
-                           f"run `fgraph doctor` to list the damage, then restore from a verified backup or "
-                           f"snapshot{after}")
+        return damaged(f"the database holds text that is not valid UTF-8 (byte {exc.start} of a stored string)",
+                       after=after)
     if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
         return Conflict("the database is locked by another process",
                         f"retry in a moment; only one process can write at a time{after}")

@@ -4,6 +4,7 @@ snippets, compact pulls, the 2 KiB string cap and the 1 MiB result cap."""
 from __future__ import annotations
 
 from fgraph.core.canonical import dumps_bytes
+from fgraph.core.errors import damaged
 from fgraph.core.values import TAG_VECTOR
 
 STRING_CAP = 2048          # UTF-8 bytes a value or snippet may have in a result
@@ -59,7 +60,10 @@ class Renderer:
         """The first 32 attributes by name, the first 32 values of each many attribute, uncut."""
         attributes = [a for (a,) in self.conn.execute(
             "SELECT DISTINCT a FROM fgraph_facts INDEXED BY fgraph_eavt WHERE e = ? AND rx IS NULL", (e,))]
-        named = sorted((self.cat.name_of(a), a) for a in attributes)[:PULL_ATTRIBUTES]
+        names = [(self.cat.name_of(a), a) for a in attributes]
+        if any(name is None for name, _ in names):  # an attribute is always a named identity
+            raise damaged(f"an attribute of entity {e} has no name in the identity registry")
+        named = sorted(names)[:PULL_ATTRIBUTES]
         out: dict = {}
         for name, a in named:
             many = self._is_many(a)
@@ -67,6 +71,8 @@ class Renderer:
                 "SELECT v, t FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND rx IS NULL "
                 f"ORDER BY id {'ASC' if many else 'DESC'} LIMIT ?", (e, a, PULL_VALUES if many else 1)).fetchall()
             rendered = [self.reader.value(v, t) for v, t in rows]
+            if not rendered:  # one index lists a live fact another cannot find
+                raise damaged(f"the indexes of entity {e} disagree")
             out[name] = rendered if many else rendered[0]
         return out
 

@@ -20,6 +20,7 @@ from fgraph.core.genesis import A_AT, A_IMPORTED_AT
 from fgraph.core.identity import GENESIS_EVENT, gid_to_uuid
 from fgraph.core.txn import read_transaction
 from fgraph.core.limits import GENESIS_TX
+from fgraph.core.errors import damaged
 from fgraph.core.payload import payload_bytes, verified_text
 
 SELECTOR_CACHE = 8192
@@ -35,7 +36,10 @@ class Selectors:
     def __call__(self, ident: int):
         found = self.cache.get(ident)
         if found is None:
-            name, gid = self.conn.execute("SELECT name, gid FROM fgraph_ids WHERE id = ?", (ident,)).fetchone()
+            row = self.conn.execute("SELECT name, gid FROM fgraph_ids WHERE id = ?", (ident,)).fetchone()
+            if row is None:  # every id a fact or an event uses is registered: a damaged page lost it
+                raise damaged(f"identity {ident} is used but missing from the identity registry")
+            name, gid = row
             found = name if name is not None else {"eid": gid_to_uuid(gid)}
             self.cache[ident] = found
             if len(self.cache) > SELECTOR_CACHE:
@@ -64,17 +68,19 @@ def iter_snapshot(conn, basis: int | None = None) -> Iterator[str]:
 # One pass per section, with every identity lookup joined in SQLite instead of asked one row at
 # a time from Python: receipts carry their transaction's gid and fgraph/at / imported-at, facts
 # their entity, attribute, transaction and retracting transaction. The facts are scanned in rowid
-# (= id) order, so no sort is needed however large the store is.
+# (= id) order, so no sort is needed however large the store is. The joins are LEFT joins (as
+# fixed in order as CROSS joins) so that an identity a damaged page lost stops the snapshot with
+# a typed error (``gid_to_uuid`` of nothing) instead of leaving its facts out of a "complete" copy.
 _RECEIPTS = (
     f"SELECT ev.tx, ev.event_hash, {payload_bytes('ev.event_data')}, ev.operation_id, ev.request_hash, ids.gid, "
     f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = {A_AT} AND tx = ev.tx), "
     f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = {A_IMPORTED_AT} AND tx = ev.tx) "
-    "FROM fgraph_events AS ev CROSS JOIN fgraph_ids AS ids ON ids.id = ev.tx "
+    "FROM fgraph_events AS ev LEFT JOIN fgraph_ids AS ids ON ids.id = ev.tx "
     f"WHERE ev.tx > {GENESIS_TX} AND ev.tx <= ? ORDER BY ev.tx")
 _FACTS = (
     "SELECT f.v, f.t, ie.name, ie.gid, ia.name, ia.gid, itx.gid, f.rx, irx.gid "
-    "FROM fgraph_facts AS f NOT INDEXED CROSS JOIN fgraph_ids AS ie ON ie.id = f.e "
-    "CROSS JOIN fgraph_ids AS ia ON ia.id = f.a CROSS JOIN fgraph_ids AS itx ON itx.id = f.tx "
+    "FROM fgraph_facts AS f NOT INDEXED LEFT JOIN fgraph_ids AS ie ON ie.id = f.e "
+    "LEFT JOIN fgraph_ids AS ia ON ia.id = f.a LEFT JOIN fgraph_ids AS itx ON itx.id = f.tx "
     "LEFT JOIN fgraph_ids AS irx ON irx.id = f.rx "
     f"WHERE f.tx > {GENESIS_TX} AND f.tx <= ? ORDER BY f.id")
 

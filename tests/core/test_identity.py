@@ -82,3 +82,12 @@ def test_random_uuids_without_seed(monkeypatch):
 def test_bad_uuid_rejected(bad):
     with pytest.raises(fgraph.ValueTypeError):
         identity.check_event_uuid(bad)
+
+
+@pytest.mark.parametrize("gid", [None, b"", b"\x00" * 15, b"\x00" * 17, "not bytes"])
+def test_a_missing_or_damaged_gid_is_a_damaged_file_not_an_internal_error(gid):
+    from fgraph.core.errors import FormatError
+    from fgraph.core.identity import gid_to_uuid
+    with pytest.raises(FormatError, match="no stored UUID in the identity registry: the file is damaged"):
+        gid_to_uuid(gid)
+    assert gid_to_uuid(bytearray(16)) == gid_to_uuid(bytes(16)) == "00000000-0000-0000-0000-000000000000"

@@ -98,3 +98,19 @@ def test_every_read_of_text_that_is_not_utf8_is_a_typed_format_error(damaged_tex
                                                           "UTF-8 (byte ") and "Ad" not in err
     else:
         assert code == 0 and err == ""
+
+
+def test_a_registry_row_lost_to_damage_is_a_typed_format_error(tmp_path):
+    path = tmp_path / "r.db"
+    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
+        db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815})
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("DELETE FROM fgraph_ids WHERE name = 'person/born'")   # what a lost cell leaves
+    conn.close()
+    for command in (["snapshot"], ["search", "--text", "ada"]):
+        code, out, err = cli("--db", str(path), *command)
+        assert code == 1 and "internal error" not in err and "Traceback" not in err
+        assert err.startswith("FormatError: ") and "the file is damaged" in err, (command, err)
+    code, out, _ = cli("--db", str(path), "doctor")
+    assert code == 1 and "problem" in out
