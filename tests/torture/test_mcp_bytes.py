@@ -325,17 +325,25 @@ def _note_time(ms: float) -> None:
     FIGURES["longest_reply_ms"] = max(FIGURES["longest_reply_ms"], round(ms))
 
 
-def send_hostile(server: Server, tool: dict, slot, payload: str, position: str, basis: Basis) -> None:
+def _call(server: Server, tool: dict, slot, wire: bytes, position: str, basis: Basis, label: str):
+    """(line sent, reply, the slot's value around the mark) of one tools/call whose string slot
+    carries ``wire`` at ``position``; a call left unanswered within the bound is a hang."""
     number = basis.fresh()
     request_id = number if number % 2 else f"call-{number}"   # both id kinds must come back
-    value = _insert(base_value(tool["name"], slot[1], slot[2], number), MARK, position)
-    line = call_line(request_id, tool["name"], arguments(tool, slot, value, basis, number), HOSTILE[payload])
+    base = base_value(tool["name"], slot[1], slot[2], number)
+    value = _insert(base, MARK, position)
+    line = call_line(request_id, tool["name"], arguments(tool, slot, value, basis, number), wire)
     reply, ms = server.ask(line, request_id)
     _note_time(ms)
     RESULTS["calls"] += 1
     if reply is None:
         RESULTS["hangs"] += 1
-    assert reply is not None, ("no reply within the bound", tool["name"], slot, payload, position, line)
+    assert reply is not None, ("no reply within the bound", tool["name"], slot, label, position, line)
+    return line, reply, base
+
+
+def send_hostile(server: Server, tool: dict, slot, payload: str, position: str, basis: Basis) -> None:
+    line, reply, _ = _call(server, tool, slot, HOSTILE[payload], position, basis, payload)
     error = reply.get("error") or {}
     if error.get("code") != PARSE_ERROR:
         RESULTS["partial"] += 1     # a hostile value reached a tool
@@ -345,18 +353,8 @@ def send_hostile(server: Server, tool: dict, slot, payload: str, position: str, 
 
 def send_control(server: Server, tool: dict, slot, control: str, position: str, basis: Basis) -> dict | None:
     """The reply's tool result; a stored value to read back is recorded by the caller."""
-    number = basis.fresh()
-    request_id = number if number % 2 else f"call-{number}"
     wire, text = CONTROLS[control]
-    base = base_value(tool["name"], slot[1], slot[2], number)
-    value = _insert(base, MARK, position)
-    line = call_line(request_id, tool["name"], arguments(tool, slot, value, basis, number), wire)
-    reply, ms = server.ask(line, request_id)
-    _note_time(ms)
-    RESULTS["calls"] += 1
-    if reply is None:
-        RESULTS["hangs"] += 1
-    assert reply is not None, ("no reply within the bound", tool["name"], slot, control, position, line)
+    line, reply, base = _call(server, tool, slot, wire, position, basis, control)
     assert "error" not in reply, ("a valid value got a protocol error", line, reply)
     result = reply["result"]
     texts = [item.get("text", "") for item in result.get("content", [])]
