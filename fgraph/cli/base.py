@@ -220,6 +220,12 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+#: --at of every read that takes a view (get, history, q, explain, datoms)
+AT_HELP = ("Read as of a transaction id (an integer: the transaction, else a µs instant, as published), an RFC "
+           "3339 time or a duration before now (90m, 24h, 7d; one longer than the store's life reads its empty "
+           "beginning, transaction 64).")
+
+
 class _TimeParam(click.ParamType):
     """``--at``: an integer (transaction id or µs instant) or an RFC 3339 string."""
 

@@ -40,14 +40,13 @@ from fgraph.bridges.data_source import open_data
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX
-from fgraph.cli.base import (_BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
+from fgraph.cli.base import (AT_HELP, _BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
                                   _print_result, _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
                                   provenance_options)
 from fgraph.cli.paths import resolve_db_path
 from fgraph.cli.progress import beside, counted, progress, reading
 
-AT_HELP = "Read as of a transaction id, µs instant, RFC 3339 time or duration before now (90m, 24h, 7d)."
 
 # ----------------------------------------------------------------- commands
 
@@ -176,7 +175,8 @@ def why(ctx, ref, attr):
 def diff(ctx, t1, t2):
     """Print the facts asserted and retracted after T1 (exclusive) through T2 (inclusive).
 
-    T1 and T2 are transaction ids, µs instants, RFC 3339 times or durations before now.
+    T1 and T2 are transaction ids, µs instants, RFC 3339 times or durations before now; a duration
+    longer than the store's life is its beginning.
 
     \b
     Example: fgraph diff 24h 0s
@@ -209,7 +209,8 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
 @db_option
 @click.option("--since", type=_TimeParam(), default=str(GENESIS_TX), show_default=True,
               help="Exclusive lower bound: a local tx id, an RFC 3339 time or a duration such as 24h "
-                   "(with --follow an integer that is no transaction is a µs instant).")
+                   "(longer than the store's life: from its beginning; with --follow an integer that is no "
+                   "transaction is a µs instant).")
 @click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
 @click.pass_context
 def tail(ctx, since, follow):

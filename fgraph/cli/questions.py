@@ -10,8 +10,12 @@ import click
 
 from fgraph.core.errors import ValueTypeError
 from fgraph.bridges import ingest
-from fgraph.cli.base import (_JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, cli,
+from fgraph.cli.base import (AT_HELP, _JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, _WhenParam, cli,
                                   common_options)
+
+
+def _view(db, at):
+    return db if at is None else db.at(at)
 
 
 def _query_arguments(text: str, args: str | None):
@@ -27,23 +31,24 @@ def _query_arguments(text: str, args: str | None):
 @common_options
 @click.argument("query", metavar="QUERY")
 @click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
-@click.option("--at", type=int, metavar="TX", help="Pin the query (its basis) to a transaction id or µs instant.")
+@click.option("--at", type=_WhenParam(), help=AT_HELP)
 @click.pass_context
 def q(ctx, query, args, at):
     """Answer a Datalog query (inline JSON, @file or - for stdin)."""
     query, bound = _query_arguments(query, args)
-    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).q(query, bound).to_dict())
+    _run(ctx, RO, lambda db: _view(db, at).q(query, bound).to_dict())
 
 
 @cli.command()
 @common_options
 @click.argument("query", metavar="QUERY")
 @click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
+@click.option("--at", type=_WhenParam(), help=AT_HELP)
 @click.pass_context
-def explain(ctx, query, args):
+def explain(ctx, query, args, at):
     """Print the plan q would follow: clause order, index access, warnings."""
     query, bound = _query_arguments(query, args)
-    _run(ctx, RO, lambda db: db.explain(query, bound))
+    _run(ctx, RO, lambda db: _view(db, at).explain(query, bound))
 
 
 @cli.command()
@@ -53,13 +58,14 @@ def explain(ctx, query, args):
 @click.option("--source", default="current", show_default=True, help="current or history.")
 @click.option("--limit", type=int, default=100, show_default=True, help="Items per page (1-1000).")
 @click.option("--cursor", metavar="C", help="The next_cursor of the previous page.")
+@click.option("--at", type=_WhenParam(), help=AT_HELP)
 @click.pass_context
-def datoms(ctx, index, components, source, limit, cursor):
+def datoms(ctx, index, components, source, limit, cursor, at):
     """Page one index (eavt, avet, vaet) in key order."""
     parts = [] if components is None else _json_argument(components, "--components")
     if not isinstance(parts, list):
         raise ValueTypeError("--components must be a JSON array", "pass --components '[\"ada\", \"person/name\"]'")
-    _run(ctx, RO, lambda db: db.datoms(index, parts, source=source, limit=limit, cursor=cursor))
+    _run(ctx, RO, lambda db: _view(db, at).datoms(index, parts, source=source, limit=limit, cursor=cursor))
 
 
 @cli.command()
@@ -156,7 +162,8 @@ def validate(ctx, ref):
 @cli.command()
 @common_options
 @click.option("--since", type=_TimeParam(), metavar="TX|TIME",
-              help="Only changes after this transaction, RFC 3339 time or duration (24h, 7d) [default: all].")
+              help="Only changes after this transaction, RFC 3339 time or duration (24h, 7d; longer than the "
+                   "store's life: all) [default: all].")
 @click.option("--limit", type=int, default=10, show_default=True, help="Changes at most (1-10000).")
 @click.option("--budget", type=int, default=3000, show_default=True, help="Characters at most (100-100000).")
 @click.option("--format", "format_", type=click.Choice(["markdown", "json"]), default="markdown",

@@ -193,11 +193,13 @@ class Reader:
         label = f"{value} µs ({values.format_instant(instant)})" if isinstance(value, int) else repr(value)
         return self.resolve_instant(instant, label, absolute)
 
-    def resolve_instant(self, instant: int, label: str, absolute: bool = False) -> int:
-        """The last transaction at or before ``instant``; NotFound naming ``label`` and the first
-        transaction's time when the store holds none that early."""
+    def resolve_instant(self, instant: int, label: str, absolute: bool = False, before_first: int | None = None) -> int:
+        """The last transaction at or before ``instant``; when the store holds none that early,
+        ``before_first`` if given, else NotFound naming ``label`` and the first transaction's time."""
         cat = Catalog(self.conn, None, self.cat.cache) if absolute else self.cat
         tx = cat.tx_for_instant(instant)
+        if tx is None and before_first is not None:
+            return before_first
         if tx is None:
             first = cat.tx_at(GENESIS_TX)
             since = "" if first is None else f" (transaction {GENESIS_TX} at {values.format_instant(first)})"

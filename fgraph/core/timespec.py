@@ -30,10 +30,9 @@ def duration_us(text) -> int | None:
 
 
 def instant_before(now: int, text: str) -> int:
-    """The instant ``text`` (a duration) before ``now``; TypeError when it reaches before year 1."""
+    """The instant ``text`` (a duration) before ``now``, the first instant of year 1 at the
+    earliest: a window longer than the calendar starts where every store starts, at its beginning."""
     span = duration_us(text)
     if span is None:
         raise ValueTypeError(f"{text!r} is not a duration", DURATION_HINT)
-    if now - span < INSTANT_MIN:
-        raise ValueTypeError(f"{text} ago is before year 1", "pass a shorter duration or an RFC 3339 time")
-    return now - span
+    return max(now - span, INSTANT_MIN)

@@ -15,6 +15,7 @@ import urllib.parse
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.errors import NotFound, TooLarge, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
+from fgraph.core.timespec import duration_us
 from fgraph.mcp.tools import _cursor, _read_cursor
 
 RESOURCE_CAP = 262_144
@@ -79,12 +80,14 @@ class Resources:
     # -- changes --------------------------------------------------------------------
     def changes(self, since=None, cursor=None) -> dict:
         raw_since = "64" if since is None else since
-        if not DIGITS.match(raw_since) or int(raw_since) < GENESIS_TX or int(raw_since) >= 2 ** 63:
-            raise ValueTypeError("changes since must be a transaction at or after genesis",
-                                 "pass since=64 or a later transaction id")
+        window = duration_us(raw_since) is not None  # ours: "24h" (longer than the store's life: all of it)
+        if not window and (not DIGITS.match(raw_since) or int(raw_since) < GENESIS_TX or int(raw_since) >= 2 ** 63):
+            raise ValueTypeError("changes since must be a transaction at or after genesis, or a duration",
+                                 "pass since=64, a later transaction id or a duration such as 24h")
         arguments = {"since": raw_since}
         with self.lock:
-            basis, position = self.db.latest_tx(), int(raw_since)
+            basis = self.db.latest_tx()
+            position = self.db.resolve_time(raw_since) if window else int(raw_since)
             if cursor is not None:
                 basis, position = _read_cursor(cursor, "changes", arguments, self.db.latest_tx())
             events, out = [], {"basis_tx": basis, "events": []}
