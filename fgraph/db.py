@@ -355,11 +355,9 @@ class Db:
     def resolve_time(self, value) -> int:
         """The last transaction at or before ``value``: a transaction id (itself), an instant in µs,
         RFC 3339 text, or a duration before now by this database's clock (``90m``, ``24h``, ``7d``).
-
-        A duration reaching before the first transaction is the beginning, transaction 64: the
-        window starts with the store's history and a view there is the empty genesis view (a
-        window such as ``24h`` must work on a store younger than it; docs/query.md, T1). An
-        integer or RFC 3339 time that early keeps the published meaning: NotFound, naming it."""
+        A duration reaching before the first transaction is transaction 64, the beginning (the
+        genesis view for ``at``; docs/query.md, T1); an integer or RFC 3339 time that early keeps
+        the published NotFound, naming it."""
         if timespec.duration_us(value) is not None:
             instant = timespec.instant_before(read_clock(self._session.clock), value)
             return self._reader().resolve_instant(instant, f"{value} ago ({format_instant(instant)})",

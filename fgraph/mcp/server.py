@@ -20,8 +20,10 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 import fgraph
+from fgraph.core.limits import CONTEXT_BUDGET, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET, CONTEXT_MAX_LIMIT, CONTEXT_MIN_BUDGET
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.mcp.resources import Resources
 from fgraph.mcp.tools import Tools
@@ -76,6 +78,17 @@ def _by(ctx: Context) -> str:
     return "mcp:" + name
 
 
+def _within(default: int, low: int, high: int):
+    """The default of an integer argument whose bounds the input schema states (issue 30 item 6).
+    Only stated: the tool checks them itself, so a value outside is refused with the published
+    server's words, as before."""
+    return Field(default, json_schema_extra={"minimum": low, "maximum": high})
+
+
+def _one_of(default: str, *choices: str):
+    return Field(default, json_schema_extra={"enum": [default, *choices]})
+
+
 def build(db, *, write: bool, embed=None) -> MCPServer:
     tools = Tools(db, embed=embed)
     server = MCPServer(name="fgraph", title=TITLE, description=DESCRIPTION, instructions=INSTRUCTIONS,
@@ -105,36 +118,38 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
         register(undo, DESTRUCTIVE, "Write an audited transaction that compensates an earlier one. "
                                     "Example: undo(tx=98, operation_id=\"op-3\", if_basis_tx=99).")
 
-    def recall(query: str, k: int = 10, expand: int = 0) -> dict[str, Any]:
+    def recall(query: str, k: int = _within(10, 1, 20), expand: int = _within(0, 0, 2)) -> dict[str, Any]:
         return tools.recall(query, k, expand)
 
-    def about(entity: Any, depth: int = 1) -> dict[str, Any]:
+    def about(entity: Any, depth: int = _within(1, 0, 2)) -> dict[str, Any]:
         return tools.about(entity, depth)
 
-    def why(entity: Any, attribute: str | None = None, limit: int = 100) -> dict[str, Any]:
+    def why(entity: Any, attribute: str | None = None, limit: int = _within(100, 1, 100)) -> dict[str, Any]:
         return tools.why(entity, attribute, limit)
 
-    def history(entity: Any, attribute: str | None = None, limit: int = 100) -> dict[str, Any]:
+    def history(entity: Any, attribute: str | None = None, limit: int = _within(100, 1, 100)) -> dict[str, Any]:
         return tools.history(entity, attribute, limit)
 
     def query(q: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
         return tools.query(q, args)
 
-    def datoms(index: str = "eavt", components: list[Any] | None = None, source: str = "current", limit: int = 100,
+    def datoms(index: str = _one_of("eavt", "avet", "vaet"), components: list[Any] | None = None,
+               source: str = _one_of("current", "history"), limit: int = _within(100, 1, 100),
                cursor: str | None = None) -> dict[str, Any]:
         return tools.datoms(index, components, source, limit, cursor)
 
     def receipt(tx: int) -> dict[str, Any]:
         return tools.receipt(tx)
 
-    def schema(prefix: str | None = None, include_system: bool = False, limit: int = 100,
+    def schema(prefix: str | None = None, include_system: bool = False, limit: int = _within(100, 1, 100),
                cursor: str | None = None) -> dict[str, Any]:
         return tools.schema(prefix, include_system, limit, cursor)
 
     def explain(q: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
         return tools.explain(q, args)
 
-    def context(since: int | str | None = None, budget: int = 3000, limit: int = 10,
+    def context(since: int | str | None = None, budget: int = _within(CONTEXT_BUDGET, CONTEXT_MIN_BUDGET, CONTEXT_MAX_BUDGET),
+                limit: int = _within(CONTEXT_LIMIT, 1, CONTEXT_MAX_LIMIT),
                 entity: str | int | None = None) -> dict[str, Any]:
         return tools.context(since, budget, limit, entity)
 

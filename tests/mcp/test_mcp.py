@@ -517,3 +517,63 @@ def test_the_schema_resource_pages_at_one_basis(tmp_path):
     assert [len(p["attributes"]) + len(p["shapes"]) for p in pages] == [100, 31, 100, 32]
     assert "prefix=a%2F" in pages[0]["next_uri"] and {p["basis_tx"] for p in pages} == {pages[0]["basis_tx"]}
     assert pages[-1]["shapes"][0]["name"] == "shape/wide" and pages[0]["digest"] == pages[1]["digest"]
+
+
+REQUIRED = {"recall": {"query": "vim"}, "about": {"entity": "ada"}, "why": {"entity": "ada"},
+            "history": {"entity": "ada"}, "datoms": {"components": ["ada"]}}
+
+
+def _bound_calls(tools) -> list:
+    """(tool, arguments, accepted?) for every bound a tool's input schema states: each edge and
+    each enum choice accepted, one step beyond each edge and an unknown choice refused."""
+    calls = []
+    for tool in tools:
+        for name, spec in tool.input_schema.get("properties", {}).items():
+            base = dict(REQUIRED.get(tool.name, {}))
+            for choice in spec.get("enum", []):
+                calls.append((tool.name, dict(base, **{name: choice}), True))
+            if "enum" in spec:
+                calls.append((tool.name, dict(base, **{name: "bogus"}), False))
+            if "minimum" in spec:
+                calls += [(tool.name, dict(base, **{name: spec["minimum"]}), True),
+                          (tool.name, dict(base, **{name: spec["minimum"] - 1}), False)]
+            if "maximum" in spec:
+                calls += [(tool.name, dict(base, **{name: spec["maximum"]}), True),
+                          (tool.name, dict(base, **{name: spec["maximum"] + 1}), False)]
+    return calls
+
+
+def test_input_schemas_state_the_bounds_the_tools_enforce(store, tmp_path):
+    """Issue 30 item 6: minimum/maximum/enum in the input schemas are exactly what the tools
+    accept: each edge answers, one beyond is refused with the tool's own words naming the
+    argument. With FGRAPH_PEER set, the published server accepts and refuses the same calls."""
+    async def stated(session):
+        return _bound_calls((await session.list_tools()).tools)
+
+    calls = session_run(OURS, store, stated)
+    bounded = {(tool, name) for tool, arguments, _ in calls for name in arguments if name not in REQUIRED.get(tool, {})}
+    assert {("recall", "k"), ("recall", "expand"), ("about", "depth"), ("why", "limit"), ("history", "limit"),
+            ("datoms", "index"), ("datoms", "source"), ("datoms", "limit"), ("schema", "limit"),
+            ("context", "budget"), ("context", "limit")} <= bounded
+
+    async def outcomes(session):
+        out = []
+        for tool, arguments, _ in calls:
+            result = await session.call_tool(tool, arguments)
+            out.append((result.is_error, result.content[0].text if result.is_error else ""))
+        return out
+
+    ours = session_run(OURS, store, outcomes)
+    for (tool, arguments, accepted), (is_error, text) in zip(calls, ours, strict=True):
+        assert is_error is not accepted, (tool, arguments, text)
+        if not accepted:
+            argument = next(n for n in arguments if n not in REQUIRED.get(tool, {}))
+            assert text.startswith(f"Error executing tool {tool}: ") and argument in text, (tool, arguments, text)
+    peer = peer_executable()
+    if peer is not None:
+        copy = tmp_path / "peer.db"
+        shutil.copyfile(store, copy)
+        theirs = session_run(peer, copy, outcomes)
+        # context is ours only: the published server has no such tool
+        published = [(c, o[0]) for c, o in zip(calls, theirs) if c[0] != "context"]
+        assert published and all(is_error is not c[2] for c, is_error in published), published

@@ -76,9 +76,8 @@ def test_durations_count_back_from_the_database_clock(tmp_path):
     with fgraph.connect(path, clock=CLOCK + 4_000_000) as handle:  # now is :04
         assert handle.context(since="2s")["since"] == 69 and handle.context(since="3s")["items"] == 4
         assert handle.context(since="1s")["items"] == 0
-        with pytest.raises(fgraph.NotFound, match=r"1d ago \(2025-12-31T00:00:04\.000000Z\) is before the first "
-                                                  r"transaction \(transaction 64 at 2026-01-01T00:00:00\.000000Z\)"):
-            handle.context(since="1d")
+        # decision T1: a window reaching before the first transaction is the whole history, not an error
+        assert handle.context(since="1d")["items"] == handle.context(since=64)["items"] == 6
 
 
 def test_json_format_groups_the_same_items(db):
@@ -145,8 +144,9 @@ def test_the_cli_prints_markdown_as_text_and_json_on_request(tmp_path):
     assert code == 0 and json.loads(out) == expected_json
     code, out, _ = cli("--since", "3s", "--entity", "ada")
     assert code == 0 and out.startswith("## tx 69 ") and "bob" not in out
-    code, _, err = cli("--since", "2d")
-    assert code == 1 and err.startswith("NotFound: 2d ago (2025-12-30T00:00:04.000000Z)")
+    assert cli("--since", "2d") == cli("--since", "64")  # decision T1: from the beginning
+    code, _, err = cli("--since", "2025-12-30T00:00:04Z")  # an instant keeps the published NotFound
+    assert code == 1 and err.startswith("NotFound: ") and "before the first transaction" in err
     assert cli("--format", "html")[0] == 2
 
 
