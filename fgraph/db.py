@@ -287,13 +287,17 @@ class Db:
                               options=options)
 
     def context(self, since=None, budget: int = CONTEXT_BUDGET, *, limit: int = CONTEXT_LIMIT,
-                entity=None, format: str = "markdown") -> dict:
+                entity=None, format: str = "markdown", by: str = "change", type=None,
+                more_hint: str = "cli") -> dict:
         """The most recent changes after ``since`` (a transaction or time, ``24h`` included) for a
         prompt: newest first, grouped per transaction with who, where and when, at most ``limit``
-        items and ``budget`` characters, ending with how to get what was left out."""
+        items and ``budget`` characters, ending with how to get what was left out. ``by="entity"``:
+        one item per changed entity instead, newest source time first (``type`` keeps one type);
+        ``more_hint`` words that ending for the CLI, an MCP ``tool`` or an MCP ``resource``."""
         from fgraph.query import context as _context
         low = None if since is None else self.resolve_time(since)
-        return _context.context(self._reader(), low, budget, limit=limit, entity=entity, format=format)
+        return _context.context(self._reader(), low, budget, limit=limit, entity=entity, format=format, by=by,
+                                type=type, more_hint=more_hint)
 
     def schema(self, prefix=None, *, include_system: bool = False) -> dict:
         """The schema page at this view's basis: attributes, shapes and their digest (spec 13 §11)."""
@@ -324,6 +328,17 @@ class Db:
         """One entity's attributes selected by a pull pattern (spec 12 §7)."""
         from fgraph.query import pull as _pull
         return _pull.pull_entity(self._reader(), ref, pattern)
+
+    def incoming(self, ref, *, limit=None) -> dict:
+        """What refers to an entity now (ours): ``{"basis_tx", "items", "truncated"}``, each item
+        ``{"entity", "attribute", "name"}``, by attribute then entity; at most ``limit`` items."""
+        from fgraph.query import incoming as _incoming
+        return _incoming.incoming(self._reader(), ref, limit=limit)
+
+    def about(self, ref, depth: int = 1, *, limit=None) -> dict:
+        """``entity()`` and ``incoming()`` at one basis: ``{"entity", "incoming", "incoming_truncated"}``."""
+        from fgraph.query import incoming as _incoming
+        return _incoming.about(self._reader(), ref, depth, limit=limit)
 
     def history(self, ref, attr=None) -> list:
         """Every fact ever asserted for an entity (or one attribute of it), with its transactions."""
@@ -371,9 +386,10 @@ class Db:
         """A duration becomes its transaction here; anything else the reader resolves as before."""
         return self.resolve_time(value) if timespec.duration_us(value) is not None else value
 
-    def resolve(self, ref) -> int:
-        """The id of a selector (name, id, lookup, ``{"eid": …}``) at this view's basis; NotFound if unknown."""
-        return self._reader().resolve(ref)
+    def resolve(self, ref, *, loose: bool = False) -> int:
+        """The id of a selector (name, id, lookup, ``{"eid": …}``) at this view's basis; NotFound,
+        suggesting the nearest names, if unknown. ``loose``: a name may differ in case."""
+        return self._reader().resolve(ref, loose=loose)
 
     def now(self) -> int:
         """This database's clock reading in µs (``FGRAPH_CLOCK`` or the ``clock`` of connect())."""

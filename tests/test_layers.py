@@ -167,6 +167,7 @@ TESTED_BY = {
     "ops/doctor/report.py": ["test_doctor_findings.py"],
     "query/ask.py": ["test_query_engine.py", "test_query_results.py"],
     "query/browse_sql.py": ["test_browse.py"],
+    "query/context_shape.py": ["test_context.py", "test_context_entities.py"],
     "query/manifest.py": ["test_query_schema.py"],
     "query/predicates.py": ["test_query_engine.py", "test_query_syntax.py", "test_interop_queries.py"],
     "query/search_lists.py": ["test_search.py"],

@@ -196,6 +196,12 @@ def _ref(text: str):
         return text
 
 
+def _loose_ref(view, text: str):
+    """A REF to read by: a name may differ from the entity's in case (issue 30 item 2)."""
+    ref = _ref(text)
+    return view.resolve(ref, loose=True) if isinstance(ref, str) else ref
+
+
 def _json_argument(text: str, what: str):
     try:
         return loads(text)

@@ -41,7 +41,7 @@ from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX
 from fgraph.cli.base import (AT_HELP, _BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
-                                  EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _pair, _ref,
+                                  EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _loose_ref, _pair, _ref,
                                   _print_result, _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
                                   provenance_options)
 from fgraph.cli.paths import resolve_db_path
@@ -140,10 +140,15 @@ def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, his
 @click.argument("ref")
 @click.option("--depth", type=int, default=1, show_default=True, help="Pull referenced entities this deep.")
 @click.option("--at", type=_TimeParam(), help=AT_HELP)
+@click.option("--incoming", is_flag=True, help="Also list what refers to it (ours): {entity, incoming, incoming_truncated}.")
 @click.pass_context
-def get(ctx, ref, depth, at):
-    """Print one entity's live attributes."""
-    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).entity(_ref(ref), depth))
+def get(ctx, ref, depth, at, incoming):
+    """Print one entity's live attributes.
+
+    With --incoming: the entity and each entity whose current facts refer to it, by attribute then entity."""
+    read = ((lambda view: view.about(_loose_ref(view, ref), depth)) if incoming
+            else (lambda view: view.entity(_loose_ref(view, ref), depth)))
+    _run(ctx, RO, lambda db: read(db if at is None else db.at(at)))
 
 
 @cli.command()
@@ -154,7 +159,9 @@ def get(ctx, ref, depth, at):
 @click.pass_context
 def history(ctx, ref, attr, at):
     """Print every fact ever asserted for an entity (or one attribute)."""
-    _run(ctx, RO, lambda db: (db if at is None else db.at(at)).history(_ref(ref), attr))
+    def read(view):
+        return view.history(_loose_ref(view, ref), attr)
+    _run(ctx, RO, lambda db: read(db if at is None else db.at(at)))
 
 
 @cli.command()
@@ -164,7 +171,7 @@ def history(ctx, ref, attr, at):
 @click.pass_context
 def why(ctx, ref, attr):
     """Print an entity's live facts with the transactions that asserted them."""
-    _run(ctx, RO, lambda db: db.why(_ref(ref), attr))
+    _run(ctx, RO, lambda db: db.why(_loose_ref(db, ref), attr))
 
 
 @cli.command()

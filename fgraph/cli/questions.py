@@ -81,14 +81,18 @@ def datoms(ctx, index, components, source, limit, cursor, at):
               help='Keep entities holding a value, e.g. \'["note/kind","guide"]\'; repeatable.')
 @click.option("--embed-cmd", metavar="CMD", help="Embedder turning --text into the vector: an executable or a "
               "JSON argv array; reads the text on stdin, prints a JSON array.")
+@click.option("--match", type=click.Choice(["fact", "entity", "fill"]), default="fact", show_default=True,
+              help="fact: every word in one fact (the published rule); entity: the words across an entity's "
+              "facts and the names it refers to, stems included; fill: fact hits, then entity hits up to --k.")
 @click.pass_context
-def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filters, embed_cmd):
+def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filters, embed_cmd, match):
     """Keyword, vector or hybrid search over the current facts, fused by reciprocal rank."""
     from fgraph.bridges import embed  # its subprocess machinery only for this command
     options = embed.search_options(
         text=text, embed_cmd=embed_cmd, k=k, expand=expand, vector_attribute=vector_attribute,
         vector=None if vector is None else _json_argument(vector, "--vector"),
-        filters=[_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes))
+        filters=[_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes),
+        match=match)
     _run(ctx, RO, lambda db: db.search(**options))
 
 
@@ -164,20 +168,31 @@ def validate(ctx, ref):
 @click.option("--since", type=_TimeParam(), metavar="TX|TIME",
               help="Only changes after this transaction, RFC 3339 time or duration (24h, 7d; longer than the "
                    "store's life: all) [default: all].")
-@click.option("--limit", type=int, default=10, show_default=True, help="Changes at most (1-10000).")
+@click.option("--limit", type=int, default=10, show_default=True,
+              help="Items at most: changes, or entities with --by entity (1-10000).")
 @click.option("--budget", type=int, default=3000, show_default=True, help="Characters at most (100-100000).")
 @click.option("--format", "format_", type=click.Choice(["markdown", "json"]), default="markdown",
               show_default=True, help="Markdown text for a prompt, or the same items as JSON.")
 @click.option("--entity", metavar="SEL", help="Only changes of this entity (a name or an id).")
+@click.option("--by", "by", type=click.Choice(["change", "entity"]), default="change", show_default=True,
+              help="One item per fact changed, grouped per transaction; or one per entity changed, newest "
+                   "source time first, with its type, main text, rationale and tags.")
+@click.option("--type", "type_", metavar="TYPE",
+              help="With --by entity: only entities whose */type is TYPE (decision, person; any case).")
 @click.pass_context
-def context(ctx, since, limit, budget, format_, entity):
+def context(ctx, since, limit, budget, format_, entity, by, type_):
     """Print the most recent changes for a prompt: what, who, where and when.
+
+    With --by entity, one line per changed entity instead: [Type] its text — because: its
+    rationale — tags: the entities it refers to — when (the record's own time for imports),
+    who and from where; ids and other bookkeeping left out.
 
     \b
     Example: fgraph context --since 24h --limit 20 --budget 2000
+    Example: fgraph context --by entity --type decision
     """
     call = lambda db: db.context(since, budget, limit=limit, entity=None if entity is None else _ref(entity),  # noqa: E731
-                                 format=format_)
+                                 format=format_, by=by, type=type_)
     if format_ == "markdown" and not ctx.meta.get(_JSON):
         _run_text(ctx, RO, lambda db: call(db)["text"])
     else:

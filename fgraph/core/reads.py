@@ -6,7 +6,7 @@ import os
 import re
 
 from fgraph.core.asof import visible_at
-from fgraph.core import values
+from fgraph.core import name_lookup, values
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
@@ -42,8 +42,9 @@ class Reader:
         return {"id": fact_id, "e": self.local_ref(e), "a": self.cat.name_of(a), "v": self.value(v, t), "tx": tx,
                 "rx": rx if rx is not None and rx <= self.basis else None}
 
-    def resolve(self, ref):
-        """A read-side selector: never allocates; unknown ⇒ NotFound."""
+    def resolve(self, ref, *, loose: bool = False):
+        """A read-side selector: never allocates; unknown ⇒ NotFound, suggesting the nearest
+        names. ``loose``: a name that matches no entity exactly may match one but for case."""
         if isinstance(ref, bool):
             raise ValueTypeError(f"selector {ref!r} is not valid", "use a name, an id, a lookup or an eid")
         if isinstance(ref, int):
@@ -53,8 +54,13 @@ class Reader:
                 return ref
         elif isinstance(ref, str):
             found = self.cat.id_by_name(ref)
+            if found is None and loose:
+                found = name_lookup.case_insensitive(self.conn, ref, self.basis)
             if found is not None:
                 return found
+            raise NotFound(f"entity {ref!r} was not found",
+                           name_lookup.advice(self.conn, ref, self.basis,
+                                              "check the name or id (reads never create entities)"))
         elif isinstance(ref, list) and len(ref) == 2 and isinstance(ref[0], str):
             return self.lookup(ref[0], ref[1])
         elif isinstance(ref, dict) and set(ref) == {"eid"}:

@@ -193,11 +193,14 @@ class Resources:
 
 
     # -- context ------------------------------------------------------------------------
-    def context(self, since=None, budget=None) -> dict:
+    def context(self, since=None, budget=None, limit=None, by=None, type=None) -> dict:
         with self.lock:
             view = self.db.at(self.db.latest_tx())
-            limit = 3000 if budget is None else _decimal(budget, "context budget")
-            return body(view.context(None if since is None else _time(since), limit))
+            chars = 3000 if budget is None else _decimal(budget, "context budget")
+            items = 10 if limit is None else _decimal(limit, "context limit")
+            # the last line names the URI that gets the rest (fgraph://changes, or this template)
+            return body(view.context(None if since is None else _time(since), chars, limit=items,
+                                     by="change" if by is None else by, type=type, more_hint="resource"))
 
 
 def _time(at: str):

@@ -121,8 +121,8 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
     def recall(query: str, k: int = _within(10, 1, 20), expand: int = _within(0, 0, 2)) -> dict[str, Any]:
         return tools.recall(query, k, expand)
 
-    def about(entity: Any, depth: int = _within(1, 0, 2)) -> dict[str, Any]:
-        return tools.about(entity, depth)
+    def about(entity: Any, depth: int = _within(1, 0, 2), incoming: bool = False) -> dict[str, Any]:
+        return tools.about(entity, depth, incoming)
 
     def why(entity: Any, attribute: str | None = None, limit: int = _within(100, 1, 100)) -> dict[str, Any]:
         return tools.why(entity, attribute, limit)
@@ -150,12 +150,14 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
 
     def context(since: int | str | None = None, budget: int = _within(CONTEXT_BUDGET, CONTEXT_MIN_BUDGET, CONTEXT_MAX_BUDGET),
                 limit: int = _within(CONTEXT_LIMIT, 1, CONTEXT_MAX_LIMIT),
-                entity: str | int | None = None) -> dict[str, Any]:
-        return tools.context(since, budget, limit, entity)
+                entity: str | int | None = None, by: str = _one_of("change", "entity"),
+                type: str | None = None) -> dict[str, Any]:
+        return tools.context(since, budget, limit, entity, by, type)
 
     register(recall, READ, "Ranked retrieval of text memories (keyword, and vector with --embed-cmd). "
                            "Example: recall(query=\"editor preferences\", k=5).")
-    register(about, READ, "An entity's current facts. Example: about(entity=\"ada\").")
+    register(about, READ, "An entity's current facts; incoming=true also lists what refers to it (first 100). "
+                          "Example: about(entity=\"ada\").")
     register(why, READ, "An entity's current facts with the transactions that asserted them. "
                         "Example: why(entity=\"ada\", attribute=\"person/born\").")
     register(history, READ, "The timeline of an entity's facts, retracted ones included. "
@@ -172,7 +174,9 @@ def build(db, *, write: bool, embed=None) -> MCPServer:
                             "Example: explain(q={\"find\": [\"?e\"], \"where\": [[\"?e\", \"person/name\", \"Ada\"]]}).")
     register(context, READ, "The most recent changes rendered for a prompt, newest first, grouped per transaction "
                             "with who, where and when, within `limit` items and `budget` characters; `entity` "
-                            "narrows it to one entity. Example: context(since=\"24h\", limit=20).")
+                            "narrows it to one entity. by=\"entity\": one line per changed entity instead, newest "
+                            "source time first, with its [Type], main text, rationale and tags; `type` keeps one "
+                            "type. Example: context(by=\"entity\", type=\"decision\", since=\"24h\").")
     _register_resources(server, Resources(db, tools.lock))
     return server
 
@@ -210,11 +214,13 @@ def _register_resources(server: MCPServer, resources: Resources) -> None:
     def changes(since: str | None = None, cursor: str | None = None):
         return resources.changes(since, cursor)
 
-    @template("fgraph://context{?since,budget}", "fgraph context",
-              "The most recent changes rendered for a prompt within a character budget (this runtime's).")
+    @template("fgraph://context{?since,budget,limit,by,type}", "fgraph context",
+              "The most recent changes (by=entity: changed entities) rendered for a prompt within a character "
+              "budget (this runtime's).")
     @_resource_errors
-    def context(since: str | None = None, budget: str | None = None):
-        return resources.context(since, budget)
+    def context(since: str | None = None, budget: str | None = None, limit: str | None = None,
+                by: str | None = None, type: str | None = None):
+        return resources.context(since, budget, limit, by, type)
 
 
 def serve(db, *, write: bool, embed=None) -> None:

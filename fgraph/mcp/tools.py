@@ -16,6 +16,7 @@ from fgraph.core.limits import GENESIS_TX
 
 RESPONSE_CAP = 262_144
 COMPACT_ATTRIBUTES, COMPACT_VALUES = 32, 32
+INCOMING_LIMIT = 100  # referrers about(incoming=true) lists at most; datoms vaet pages the rest
 MEMORY_TEXT, MEMORY_EMBEDDING = "memory/text", "memory/embedding"
 
 
@@ -26,6 +27,20 @@ def envelope(basis_tx: int, data) -> dict:
     if size > RESPONSE_CAP:
         raise TooLarge(f"MCP response exceeds 256 KiB ({size} bytes)", "narrow the request or continue with a cursor")
     return result
+
+
+def fit_incoming(basis_tx: int, data: dict) -> dict:
+    """``about`` data whose ``incoming`` list is cut, and marked truncated, so that the envelope
+    stays within the cap; an entity too large on its own is left for ``envelope`` to refuse."""
+    room = RESPONSE_CAP - len(dumps_bytes({"ok": True, "basis_tx": basis_tx,
+                                           "data": dict(data, incoming=[], incoming_truncated=False)}))
+    kept = []
+    for item in data["incoming"]:
+        room -= len(dumps_bytes(item)) + (1 if kept else 0)  # canonical JSON: items joined by ","
+        if room < 0:
+            return dict(data, incoming=kept, incoming_truncated=True)
+        kept.append(item)
+    return data
 
 
 def check_range(value: int, low: int, high: int, message: str) -> int:
@@ -40,6 +55,12 @@ def entity_selector(raw):
         raise ValueTypeError(f"invalid entity reference {raw!r}",
                              'pass a name, a positive id, a lookup ["attr", value] or {"eid": uuid}')
     return raw
+
+
+def loosely(view, selector):
+    """A name may differ from the entity's in case (issue 30 item 2): an agent asks for "ada
+    lovelace"; the other selectors, and names matching exactly, go through as given."""
+    return view.resolve(selector, loose=True) if isinstance(selector, str) else selector
 
 
 def compact(entity: dict) -> dict:
@@ -64,12 +85,20 @@ class Tools:
         return self.db.at(self.db.latest_tx())
 
     # -- reads ----------------------------------------------------------------
-    def about(self, entity, depth: int = 1) -> dict:
+    def about(self, entity, depth: int = 1, incoming: bool = False) -> dict:
+        """The compact entity, exactly the published tool's data; with ``incoming`` (ours)
+        ``{"entity": compact, "incoming": [...], "incoming_truncated": bool}``."""
         check_range(depth, 0, 2, "about depth must be an integer from zero through two")
+        if not isinstance(incoming, bool):
+            raise ValueTypeError(f"about incoming {incoming!r} is not a boolean", "pass true or false")
         selector = entity_selector(entity)
         with self.lock:
             view = self._pinned()
-            return envelope(view.basis, compact(view.entity(selector, depth)))
+            selector = loosely(view, selector)
+            if not incoming:
+                return envelope(view.basis, compact(view.entity(selector, depth)))
+            found = view.about(selector, depth, limit=INCOMING_LIMIT)
+            return envelope(view.basis, fit_incoming(view.basis, dict(found, entity=compact(found["entity"]))))
 
     def why(self, entity, attribute=None, limit: int = 100) -> dict:
         return self._rows("why", entity, attribute, limit)
@@ -82,7 +111,7 @@ class Tools:
         selector = entity_selector(entity)
         with self.lock:
             view = self._pinned()
-            rows = getattr(view, kind)(selector, attribute)
+            rows = getattr(view, kind)(loosely(view, selector), attribute)
             return envelope(view.basis, {"items": rows[:limit], "truncated": len(rows) > limit})
 
     def receipt(self, tx: int) -> dict:
@@ -99,7 +128,8 @@ class Tools:
         if self.embed is not None:
             options = {"vector": self.embed(query), "vector_attribute": MEMORY_EMBEDDING}
         with self.lock:
-            result = self.db.search(text=query, k=k, expand=expand, **options)
+            # published hits first, then entity-level ones to fill k (decision S1, docs/search.md)
+            result = self.db.search(text=query, k=k, expand=expand, match="fill", **options)
             return envelope(result["basis_tx"], result.to_dict())
 
     def query(self, q, args=None) -> dict:
@@ -144,10 +174,12 @@ class Tools:
                     "truncated": more}
             return envelope(view.basis, data)
 
-    def context(self, since=None, budget: int = 3000, limit: int = 10, entity=None) -> dict:
+    def context(self, since=None, budget: int = 3000, limit: int = 10, entity=None, by: str = "change",
+                type=None) -> dict:
         with self.lock:
             view = self._pinned()
-            rendered = view.context(since, budget, limit=limit, entity=entity)
+            # the last line names the tool call that gets the rest: an agent cannot run `fgraph tail`
+            rendered = view.context(since, budget, limit=limit, entity=entity, by=by, type=type, more_hint="tool")
             return envelope(view.basis, rendered)
 
     # -- writes ---------------------------------------------------------------

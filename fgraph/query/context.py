@@ -9,7 +9,8 @@ who (``by``), from where (``source``) and when, within a limit of items and a ch
 
 An item is one fact asserted or retracted by a transaction (its own receipt facts are the
 header, not items). The output is cut between items, never inside one, so it never exceeds the
-budget; when anything is left out, the last line says how much and how to get it. Reads one
+budget; when anything is left out, the last line says how much and how to get it, in the words
+of the face that asked (``more_hint``: a CLI command, an MCP tool call or an MCP resource URI). Reads one
 transaction at a time from the newest down (a cursor, not a list), so memory follows the
 budget, not the history. The same basis gives the same bytes.
 """
@@ -17,42 +18,48 @@ budget, not the history. The same basis gives the same bytes.
 from __future__ import annotations
 
 from fgraph.core.canonical import dumps
-from fgraph.core.errors import ValueTypeError
-from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET, CONTEXT_MAX_LIMIT,
-                                CONTEXT_MIN_BUDGET, GENESIS_TX)
+from fgraph.core.limits import GENESIS_TX
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import format_instant
+from fgraph.query import context_entities
+from fgraph.query.context_shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, _MORE_KEY,
+                                        budget_for, call, check)
 
-DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET = CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET
-DEFAULT_LIMIT, MAX_LIMIT = CONTEXT_LIMIT, CONTEXT_MAX_LIMIT
-FORMATS = ("markdown", "json")
-ELLIPSIS = "…"
-_MORE_KEY = ',"more":""'
 _COLUMNS = "id, e, a, v, t, tx, rx"
 
 
 def context(reader, since=None, budget: int = DEFAULT_BUDGET, *, limit: int = DEFAULT_LIMIT, entity=None,
-            format: str = "markdown") -> dict:
+            format: str = "markdown", by: str = "change", type=None, more_hint: str = "cli") -> dict:
     """The changes after ``since`` (a transaction, already resolved by the caller) as
-    ``{basis_tx, since, items, left_out, truncated, text | transactions[, more]}``."""
-    _check(budget, limit, format)
+    ``{basis_tx, since, items, left_out, truncated, text | transactions[, more]}``; ``by="entity"``
+    renders the changed entities instead (``fgraph.query.context_entities``). ``more_hint`` names
+    the face whose words the last line uses: ``cli``, ``tool`` (an MCP call) or ``resource`` (a URI)."""
+    check(budget, limit, format, by, type, more_hint)
+    if by == "entity":
+        return context_entities.context(reader, since, budget, limit=limit, entity=entity, format=format, type=type,
+                                        more_hint=more_hint)
     with read_transaction(reader.conn):
         low = GENESIS_TX if since is None else reader.resolve_time(since, absolute=True)
         subject = None if entity is None else reader.resolve(entity)
         total = _count(reader.conn, low, reader.basis, subject)
+
+        def rest(needed: int | None = None) -> str:
+            """The call for the whole window; without ``needed`` its longest form."""
+            n, b = (MAX_LIMIT, MAX_BUDGET) if needed is None else (min(total, MAX_LIMIT), needed)
+            return _rest(more_hint, low, n, b, entity)
+
         if format == "json":
-            return _as_json(reader, low, subject, total, budget, limit)
-        return _as_markdown(reader, low, subject, total, budget, limit)
+            return _as_json(reader, low, subject, total, budget, limit, rest)
+        return _as_markdown(reader, low, subject, total, budget, limit, rest)
 
 
-def _check(budget, limit, format) -> None:
-    if isinstance(budget, bool) or not isinstance(budget, int) or not MIN_BUDGET <= budget <= MAX_BUDGET:
-        raise ValueTypeError(f"context budget {budget!r} is invalid",
-                             f"pass a character budget from {MIN_BUDGET} through {MAX_BUDGET}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValueTypeError(f"context limit {limit!r} is invalid", f"pass a number of items from 1 through {MAX_LIMIT}")
-    if format not in FORMATS:
-        raise ValueTypeError(f"context format {format!r} is unknown", "choose markdown or json")
+def _rest(hint: str, low: int, n: int, b: int, entity) -> str:
+    """How to get every change after ``low``, in the words of the face that asked."""
+    if hint == "cli":
+        return f"fgraph tail --since {low}"
+    if hint == "resource":
+        return f"fgraph://changes?since={low}"
+    return call("context", since=low, limit=n, budget=b, entity=entity)
 
 
 # ----------------------------------------------------------------- reading
@@ -100,20 +107,20 @@ def _walk(reader, low: int, subject):
             yield tx, receipt, op, fact
 
 
-def _footer(left_out: int, low: int, oldest: int, newest: int) -> str:
+def _footer(left_out: int, rest: str, oldest: int, newest: int) -> str:
     window = f" (transactions {oldest}-{newest})" if oldest != newest else f" (transaction {oldest})"
     return (f"{ELLIPSIS} {left_out} older change{'s' if left_out != 1 else ''} left out{window}; "
-            f"get them with: fgraph tail --since {low}")
+            f"get them with: {rest}")
 
 
-def _reserve(total: int, low: int, basis: int, budget: int) -> int:
+def _reserve(total: int, rest: str, basis: int, budget: int) -> int:
     """Room kept for the footer: its longest possible form, or a bare ellipsis when even that is too long."""
-    longest = len(_footer(max(total, 2), low, basis, basis + 1)) + 1
+    longest = len(_footer(max(total, 2), rest, basis, basis + 1)) + 1
     return longest if longest <= budget // 2 else len(ELLIPSIS) + 1
 
 
-def _more(left_out: int, low: int, oldest: int | None, newest: int | None, room: int) -> str:
-    text = _footer(left_out, low, oldest, newest) if oldest is not None else ELLIPSIS
+def _more(left_out: int, rest: str, oldest: int | None, newest: int | None, room: int) -> str:
+    text = _footer(left_out, rest, oldest, newest) if oldest is not None else ELLIPSIS
     return text if len(text) < room else ELLIPSIS
 
 
@@ -137,26 +144,37 @@ def _item(op: str, fact: dict) -> str:
     return f"- {op} {entity} {fact['a']} = {shown}"
 
 
-def _window(reader, low, total, budget, limit, subject, size_of, start, overhead=0):
+def _window(reader, low, total, budget, limit, subject, size_of, start, rest, overhead=0):
     """Choose items while they fit; ``size_of`` prices an item (with its group's header when it opens one)."""
-    room = budget - _reserve(total, low, reader.basis, budget) - overhead
-    used, chosen, last_tx, oldest_left = start, [], None, None
-    for tx, receipt, op, fact in _walk(reader, low, subject):
+    reserve = _reserve(total, rest(), reader.basis, budget) + overhead
+    room = budget - reserve
+    used, chosen, last_tx, oldest_left, needed = start, [], None, None, None
+    walk = _walk(reader, low, subject)
+    for tx, receipt, op, fact in walk:
         cost = size_of(tx, receipt, op, fact, opens=tx != last_tx)
         if len(chosen) >= limit or used + cost > (budget if len(chosen) + 1 == total else room):
             oldest_left = tx
+            needed = budget_for(used, _costs(walk, size_of, cost, tx), len(chosen), min(total, MAX_LIMIT), reserve)
             break
         used += cost
         chosen.append((tx, receipt, op, fact))
         last_tx = tx
-    return chosen, oldest_left
+    return chosen, oldest_left, needed
 
 
-def _as_markdown(reader, low, subject, total, budget, limit) -> dict:
+def _costs(walk, size_of, first: int, last_tx: int):
+    """The price of the item that did not fit, then of each one after it (for the call that shows them)."""
+    yield first
+    for tx, receipt, op, fact in walk:
+        yield size_of(tx, receipt, op, fact, opens=tx != last_tx)
+        last_tx = tx
+
+
+def _as_markdown(reader, low, subject, total, budget, limit, rest) -> dict:
     def size_of(tx, receipt, op, fact, opens):
         return len(_item(op, fact)) + 1 + (len(_header(tx, receipt)) + 1 if opens else 0)
 
-    chosen, cut_at = _window(reader, low, total, budget, limit, subject, size_of, 0)
+    chosen, cut_at, needed = _window(reader, low, total, budget, limit, subject, size_of, 0, rest)
     lines, last_tx = [], None
     for tx, receipt, op, fact in chosen:
         if tx != last_tx:
@@ -167,14 +185,14 @@ def _as_markdown(reader, low, subject, total, budget, limit) -> dict:
            "truncated": len(chosen) < total}
     if out["truncated"]:
         used = sum(len(line) + 1 for line in lines)
-        out["more"] = _more(total - len(chosen), low, _oldest_left(reader, low, subject, cut_at), cut_at,
-                            budget - used)
+        out["more"] = _more(total - len(chosen), rest(needed),
+                            _oldest_left(reader, low, subject, cut_at), cut_at, budget - used)
         lines.append(out["more"])
     out["text"] = "\n".join(lines)
     return out
 
 
-def _as_json(reader, low, subject, total, budget, limit) -> dict:
+def _as_json(reader, low, subject, total, budget, limit, rest) -> dict:
     def group(tx, receipt):
         return {key: value for key, value in (("tx", tx), ("at", format_instant(receipt["at"])),
                                              ("by", receipt.get("by")), ("source", receipt.get("source")))
@@ -189,7 +207,7 @@ def _as_json(reader, low, subject, total, budget, limit) -> dict:
 
     skeleton = {"basis_tx": reader.basis, "since": low, "items": total, "left_out": total, "truncated": False,
                 "transactions": []}  # the longest form of every number and flag
-    chosen, cut_at = _window(reader, low, total, budget, limit, subject, size_of, len(dumps(skeleton)),
+    chosen, cut_at, needed = _window(reader, low, total, budget, limit, subject, size_of, len(dumps(skeleton)), rest,
                              overhead=len(_MORE_KEY))
     groups, last_tx = [], None
     for tx, receipt, op, fact in chosen:
@@ -201,7 +219,8 @@ def _as_json(reader, low, subject, total, budget, limit) -> dict:
            "truncated": len(chosen) < total, "transactions": groups}
     if out["truncated"]:
         room = budget - len(dumps(out)) - len(_MORE_KEY)
-        out["more"] = _more(total - len(chosen), low, _oldest_left(reader, low, subject, cut_at), cut_at, room)
+        out["more"] = _more(total - len(chosen), rest(needed),
+                            _oldest_left(reader, low, subject, cut_at), cut_at, room)
     return out
 
 

@@ -12,7 +12,8 @@ from fgraph.core.txn import read_transaction
 from fgraph.core.values import TAG_REF
 from fgraph.query import search_request
 from fgraph.query.budget import WorkBudget
-from fgraph.query.search_lists import Lists, candidate_cap
+from fgraph.query.search_entities import EntityMatch, word_query
+from fgraph.query.search_lists import Lists, Ranked, candidate_cap
 from fgraph.query.search_render import Renderer, trim_to_cap
 
 RRF_K = 60
@@ -62,16 +63,30 @@ class _Search:
             vector_a = lists.vector_attribute(request.vector_attribute, query)
         allowed = lists.allowed(filter_keys) if filter_keys else None
         cap = candidate_cap(request.k)
-        keyword = vector = None
-        if request.words is not None:
+        keyword = vector = entities = None
+        if request.words is not None and request.match != "entity":
             keyword = lists.keyword(request.fts_query(), text_ids, allowed, cap)
         if vector_a is not None:
             vector = lists.vector(vector_a, query, allowed, cap)
         self.truncated = any(r is not None and r.truncated for r in (keyword, vector))
-        hits = self._fuse(keyword, vector)[:request.k]
+        hits = [] if request.match == "entity" else self._fuse(keyword, vector)[:request.k]
+        # fill looks further only when the published rule left room: a full answer is its answer
+        if request.words is not None and (request.match == "entity" or request.match == "fill" and
+                                          len(hits) < request.k):
+            entities = EntityMatch(self.reader, self.budget.charge, allowed=allowed,
+                                   attribute_ids=text_ids).rank(request.words, cap)
+        found = {e: candidate for e, _, candidate in entities or ()}
+        if request.match == "entity":
+            hits = self._fuse(Ranked([(e, None) for e in found]), vector)[:request.k]
+        rendered = [self._hit(e, score, keyword, vector, found.get(e) if request.match == "entity" else None)
+                    for e, score in hits]
+        if entities and request.match == "fill":
+            shown = {e for e, _ in hits}
+            extra = [(e, score) for e, score, _ in entities if e not in shown][:request.k - len(hits)]
+            hits += extra
+            rendered += [self._hit(e, score, None, None, found[e]) for e, score in extra]
         expanded = self._expand([e for e, _ in hits], request.expand)
-        result = {"basis_tx": self.reader.basis,
-                  "hits": [self._hit(e, score, keyword, vector) for e, score in hits],
+        result = {"basis_tx": self.reader.basis, "hits": rendered,
                   "expanded": expanded, "truncated": self.truncated, "work_used": self.budget.used}
         trim_to_cap(result)
         return SearchResult(**result)
@@ -86,7 +101,11 @@ class _Search:
                 scores[e] = scores.get(e, 0.0) + 1.0 / (RRF_K + position)
         return sorted(scores.items(), key=lambda item: (-item[1], str(self.render.entity(item[0]))))
 
-    def _hit(self, e: int, score: float, keyword, vector) -> dict:
+    def _hit(self, e: int, score: float, keyword, vector, candidate=None) -> dict:
+        """A hit as spec 13 §8 renders it; one found by entity-level matching (and not by the
+        published rule) also says so: ``how`` is ``entity`` and ``words`` how each word matched."""
+        if candidate is not None and (keyword is None or keyword.evidence(e) is None):
+            return self._entity_hit(e, score, vector, candidate)
         matched = []
         if keyword is not None:
             evidence = keyword.evidence(e)
@@ -98,6 +117,19 @@ class _Search:
             if evidence is not None:
                 matched.append(self.render.vector_evidence(evidence))
         return {"entity": self.render.entity(e), "score": score, "matched": matched, "pull": self.render.pull(e)}
+
+    def _entity_hit(self, e: int, score: float, vector, candidate) -> dict:
+        matched, shown = [], set()
+        for word, fact_id in candidate.evidence.items():
+            if fact_id in shown:
+                continue
+            shown.add(fact_id)
+            snippet = self.lists.snippet(word_query(word), fact_id)
+            matched.append(self.render.keyword_evidence(fact_id, snippet))
+        if vector is not None and vector.evidence(e) is not None:
+            matched.append(self.render.vector_evidence(vector.evidence(e)))
+        return {"entity": self.render.entity(e), "score": score, "matched": matched, "pull": self.render.pull(e),
+                "how": "entity", "words": dict(sorted(candidate.how.items()))}
 
     def _expand(self, hits: list, levels: int) -> list:
         """Breadth-first through live refs in both directions, in discovery order, up to 100 entities."""

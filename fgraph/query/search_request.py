@@ -15,7 +15,10 @@ from fgraph.core import values
 from fgraph.core.canonical import short_repr
 from fgraph.core.errors import ValueTypeError
 
-OPTIONS = ("text", "vector", "k", "expand", "filters", "vector_attribute", "text_attributes")
+OPTIONS = ("text", "vector", "k", "expand", "filters", "vector_attribute", "text_attributes", "match")
+# fact: every word in one fact (spec 13, the published rule); entity: the words across an
+# entity's facts and the names it refers to; fill: fact hits first, then entity hits to fill k
+MATCHES = ("fact", "entity", "fill")
 MAX_K, MAX_EXPAND, MAX_FILTERS, MAX_TEXT_ATTRIBUTES = 100, 3, 16, 16
 WORD = re.compile(r"\w+")
 _SEQUENCES = (list, tuple)
@@ -32,6 +35,7 @@ class SearchRequest:
     filters: tuple          # ((attribute name, raw value), ...)
     vector_attribute: str | None
     text_attributes: tuple
+    match: str = "fact"
 
     def fts_query(self) -> str:
         """Every word must match; each word is one quoted FTS5 string, so no FTS syntax survives."""
@@ -42,11 +46,11 @@ def check_options(options: dict) -> None:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueTypeError(f"unknown search options {unknown}",
-                             "use text, vector, k, expand, filters, vector_attribute, text_attributes")
+                             "use text, vector, k, expand, filters, vector_attribute, text_attributes, match")
 
 
 def parse(text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=None,
-          text_attributes=()) -> SearchRequest:
+          text_attributes=(), match="fact") -> SearchRequest:
     if text is not None and not isinstance(text, str):
         raise ValueTypeError(f"search text {short_repr(text)} is not a string", "pass the words to look for")
     has_text = text is not None and text.strip() != ""
@@ -65,9 +69,12 @@ def parse(text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=N
     if vector is None and vector_attribute is not None:
         raise ValueTypeError("vector_attribute was given without a vector",
                              "pass the query vector too, or drop vector_attribute")
+    if match not in MATCHES:
+        raise ValueTypeError(f"search match {short_repr(match)} is unknown",
+                             "use fact (every word in one fact), entity or fill")
     return SearchRequest(words=tuple(WORD.findall(text)) if has_text else None, vector=vector,
                          k=k, expand=expand, filters=pairs, vector_attribute=vector_attribute,
-                         text_attributes=names)
+                         text_attributes=names, match=match)
 
 
 def _check_int(name: str, value, low: int, high: int) -> None:

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -86,6 +87,23 @@ def test_about_returns_the_envelope_as_structured_content_and_text(store):
     assert structured == {"ok": True, "basis_tx": 74,
                           "data": {"person/born": 1816, "person/knows": {"ref": "grace"}, "person/name": "Ada Lovelace"}}
     assert json.loads(texts[0]) == structured
+
+
+def test_about_with_incoming_lists_what_refers_to_the_entity(store):
+    """Ours (docs/mcp.md): the published about has no incoming; without it the data is unchanged."""
+    async def script(session):
+        schema = next(t for t in (await session.list_tools()).tools if t.name == "about").input_schema
+        plain = await session.call_tool("about", {"entity": "ada", "incoming": False})
+        wrapped = await session.call_tool("about", {"entity": "grace", "incoming": True})
+        return schema["properties"]["incoming"], plain.structured_content, wrapped
+    incoming, plain, wrapped = session_run(OURS, store, script)
+    assert incoming["type"] == "boolean" and incoming["default"] is False
+    assert plain["data"] == {"person/born": 1816, "person/knows": {"ref": "grace"}, "person/name": "Ada Lovelace"}
+    assert not wrapped.is_error
+    assert wrapped.structured_content == {"ok": True, "basis_tx": 74, "data": {
+        "entity": {}, "incoming": [{"entity": "ada", "attribute": "person/knows", "name": "ada"}],
+        "incoming_truncated": False}}
+    assert json.loads(wrapped.content[0].text) == wrapped.structured_content
 
 
 @pytest.mark.parametrize(("name", "arguments", "fragment"), [
@@ -191,7 +209,26 @@ def test_the_published_server_gives_the_same_data(store, tmp_path):
     assert len(ours) == len(INTEROP["calls"]) + len(INTEROP["resources"]) == len(theirs)
     assert [o for o in ours if o[2] is False]
     for a, b in zip(ours, theirs):
+        if a[0] == "recall" and a[2] is False and b[2] is False:
+            a = _as_published_recall(a, b)
         assert a == b, a[:2]
+
+
+def _as_published_recall(ours: tuple, theirs: tuple) -> tuple:
+    """Our recall is the published one plus entity-level hits to fill k (decision S1): its hits
+    start with the published hits, every extra one is marked, and it may have done more work.
+    Without those, the structured data and the text bytes are the published server's."""
+    name, arguments, is_error, data, said, text = ours
+    hits, published = data["data"]["hits"], theirs[3]["data"]["hits"]
+    assert hits[:len(published)] == published, arguments
+    assert all(hit["how"] == "entity" for hit in hits[len(published):]), arguments
+    assert data["data"]["work_used"] >= theirs[3]["data"]["work_used"], arguments
+    if len(hits) > len(published):
+        return theirs  # the extra hits change the text; the structured checks above are the claim
+    work = str(theirs[3]["data"]["work_used"])
+    text = [re.sub(r'("work_used":\s*)\d+', lambda m: m.group(1) + work, t) for t in text]
+    data = {**data, "data": {**data["data"], "work_used": theirs[3]["data"]["work_used"]}}
+    return (name, arguments, is_error, data, said, text)
 
 
 def test_schema_pages_follow_their_cursor_at_its_basis(store):

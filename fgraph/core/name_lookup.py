@@ -1,0 +1,58 @@
+"""Names a reader did not find exactly (issue 30 item 2): the one entity whose name differs
+only in case, and the nearest names to suggest in the NotFound that ends a lookup.
+
+Both run only when an exact lookup missed, so a hit costs nothing. The store keeps no
+case-folded index (format v2 is fixed), so they read the registry with SQLite's LIKE
+(ASCII case-insensitive) and bound what they read: at most ``SCANNED`` names are compared.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+SCANNED = 500
+SUGGESTED = 3
+_LIKE_SPECIAL = re.compile(r"([\\%_])")
+
+
+def _like(text: str) -> str:
+    return _LIKE_SPECIAL.sub(r"\\\1", text)
+
+
+def _names(conn, pattern: str, basis: int | None) -> list[tuple[int, str]]:
+    visible = "" if basis is None else " AND created_tx <= ?"
+    try:
+        return conn.execute(f"SELECT id, name FROM fgraph_ids WHERE name LIKE ? ESCAPE '\\'{visible} LIMIT ?",
+                            (pattern, *(() if basis is None else (basis,)), SCANNED)).fetchall()
+    except UnicodeEncodeError:
+        return []  # a lone surrogate cannot match a stored name
+
+
+def case_insensitive(conn, name: str, basis: int | None = None) -> int | None:
+    """The id of the one visible name equal to ``name`` but for case; None if none or several."""
+    folded = name.casefold()
+    found = {i for i, stored in _names(conn, _like(name), basis) if stored.casefold() == folded}
+    return found.pop() if len(found) == 1 else None
+
+
+def nearest(conn, name: str, basis: int | None = None) -> list[str]:
+    """Up to three visible names close to ``name``: those holding one of its words, then those
+    sharing its first letters, ranked by similarity."""
+    words = sorted(re.findall(r"\w+", name), key=len, reverse=True)
+    patterns = [f"%{_like(word)}%" for word in words[:2] if len(word) >= 3] + [f"{_like(name[:3])}%"]
+    seen: dict[str, None] = {}
+    for pattern in patterns:
+        for _, stored in _names(conn, pattern, basis):
+            seen.setdefault(stored, None)
+    folded = {stored.casefold(): stored for stored in seen}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=SUGGESTED, cutoff=0.4)
+    return [folded[c] for c in close]
+
+
+def advice(conn, name: str, basis: int | None, fallback: str) -> str:
+    """What to do next after ``name`` was not found: the nearest names, or ``fallback``."""
+    names = nearest(conn, name, basis)
+    if not names:
+        return fallback
+    return "did you mean " + " or ".join(repr(n) for n in names) + "? " + fallback
