@@ -58,6 +58,9 @@ class Reader:
                 found = name_lookup.case_insensitive(self.conn, ref, self.basis)
             if found is not None:
                 return found
+            if self.cat.basis is not None and Catalog(self.conn, None, self.cat.cache).id_by_name(ref) is not None:
+                raise NotFound(f"entity {ref!r} was not found as of transaction {self.basis}",
+                               "it was created later: read at a later time, or without --at/at")
             raise NotFound(f"entity {ref!r} was not found",
                            name_lookup.advice(self.conn, ref, self.basis,
                                               "check the name or id (reads never create entities)"))

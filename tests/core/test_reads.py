@@ -390,3 +390,11 @@ def test_a_view_is_read_only(db, write):
     with pytest.raises(fgraph.ReadOnly):
         write(db.at(71))
     assert db.latest_tx() == 75
+
+
+def test_a_past_view_says_the_entity_came_later(db):
+    with pytest.raises(fgraph.NotFound, match=r"'bob' was not found as of transaction 66; it was created later"):
+        db.at(66).entity("bob")
+    with pytest.raises(fgraph.NotFound, match=r"'nobody' was not found; check the name"):
+        db.at(66).entity("nobody")   # not in any view: the plain advice
+    assert db.at(74).entity("bob")["p/name"] == "Bob"
