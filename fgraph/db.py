@@ -340,9 +340,10 @@ class Db:
         from fgraph.query import incoming as _incoming
         return _incoming.about(self._reader(), ref, depth, limit=limit)
 
-    def history(self, ref, attr=None) -> list:
-        """Every fact ever asserted for an entity (or one attribute of it), with its transactions."""
-        return self._reader().history(ref, attr)
+    def history(self, ref, attr=None, *, details: bool = False) -> list:
+        """Every fact ever asserted for an entity (or one attribute of it), with its transactions;
+        ``details`` (ours) adds ``at_time``/``rx_at_time`` (RFC 3339) and ``meta``/``rx_meta``."""
+        return self._reader().history(ref, attr, details=details)
 
     def why(self, ref, attr=None) -> list:
         """An entity's live facts with the transactions that asserted them."""
@@ -415,11 +416,12 @@ class Db:
             if repair:
                 self._session.forget_cached_state()
 
-    def backup(self, path, *, details: bool = False) -> dict | None:
+    def backup(self, path, *, details: bool = False, on_phase=None) -> dict | None:
         """A verified physical copy at the new ``path``. Returns None, as the published library does;
-        with ``details=True`` the proof ``{"basis_tx", "digest", "path"}`` (what ``fgraph backup`` prints)."""
+        with ``details=True`` the proof ``{"basis_tx", "digest", "path"}`` (what ``fgraph backup`` prints).
+        ``on_phase(name, size_bytes)`` is told as each phase begins (copying, verifying, digest, syncing)."""
         from fgraph.ops import backup as _backup
-        proof = _backup.backup(self.connection, self.path, path)
+        proof = _backup.backup(self.connection, self.path, path, on_phase)
         return proof if details else None
 
     def logical_digest(self) -> str:
@@ -428,11 +430,12 @@ class Db:
         return _snapshot.logical_digest(self.connection, self.basis)
 
 
-def restore_backup(snapshot, path, *, clock=None, event_factory=None) -> Db:
+def restore_backup(snapshot, path, *, clock=None, event_factory=None, on_phase=None) -> Db:
     """Install the physical backup file ``snapshot`` at ``path`` (new or empty), verified; return it open.
 
-    The first parameter's name is fgraph 1.x's (spec 11 §3), kept so keyword calls work on both.
+    The first parameter's name is fgraph 1.x's (spec 11 §3), kept so keyword calls work on both;
+    ``on_phase`` is ``backup``'s.
     """
     from fgraph.ops import backup as _backup
-    _backup.restore_backup(snapshot, path)
+    _backup.restore_backup(snapshot, path, on_phase)
     return connect(path, clock=clock, event_factory=event_factory)

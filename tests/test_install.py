@@ -37,7 +37,7 @@ PACKAGE = REPO / "fgraph"
 CACHE = REPO / "build" / "user-install"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 # The modules that need an extra: the CLI imports them only in the command that uses them.
-EXTRA_MODULES = {"fgraph.bridges.browse": "browse"}
+EXTRA_MODULES = {"fgraph.bridges.browse": "browse", "fgraph.bridges.browse_pages": "browse"}
 
 
 # -- what the project declares and what its code imports -----------------------------------------
@@ -204,6 +204,8 @@ def test_the_wheel_ships_every_package_directory_and_the_schema(artifacts):
     modules = {str(p.relative_to(REPO)) for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     assert modules - names == set(), "modules missing from the wheel"
     assert {"fgraph/schema/format-v2.sql", "fgraph/schema/system-identities.json"} <= names
+    templates = {str(p.relative_to(REPO)) for p in (PACKAGE / "bridges" / "browse_templates").glob("*.html")}
+    assert templates and templates <= names, "fgraph browse's templates missing from the wheel"
     with zipfile.ZipFile(artifacts["wheel"]) as archive:
         assert archive.read("fgraph/schema/format-v2.sql") == (PACKAGE / "schema" / "format-v2.sql").read_bytes()
     assert not any(n.startswith(("tests/", "schema/")) for n in names)

@@ -45,7 +45,7 @@ class CliAdapter(Adapter):
     IGNORED_STATS_KEYS = ("size",)
 
     def __init__(self, executable: str | os.PathLike[str] | list[str], label: str = "cli",
-                 timeout: float = 120.0):
+                 timeout: float = 120.0, add_options: tuple[str, ...] = ()):
         if isinstance(executable, (list, tuple)):
             self.command = [str(part) for part in executable]
         elif os.path.exists(str(executable)):
@@ -54,6 +54,9 @@ class CliAdapter(Adapter):
             self.command = shlex.split(str(executable))
         self.label = label
         self.timeout = timeout
+        # given to every `add` without --batch-size: what a runtime needs to print the published
+        # output of NDJSON (ours: --reports, decision A3 in docs/cli.md)
+        self.add_options = tuple(add_options)
         self.tmpdir: str | None = None
         self.path: str | None = None
         self.initialized = False
@@ -152,7 +155,10 @@ class CliAdapter(Adapter):
         if build is None:
             raise NotExpressible(f"action {action!r} has no CLI form")
         command: Command = build(step[action], step, ctx, self._spill)
-        result = self.run(command.args, write=command.write, stdin=command.stdin, ndjson=command.ndjson)
+        args = command.args
+        if args[:1] == ["add"] and not any(a.startswith("--batch-size") for a in args):
+            args = ["add", *self.add_options, *args[1:]]
+        result = self.run(args, write=command.write, stdin=command.stdin, ndjson=command.ndjson)
         keep = RESULT_FILTERS.get(action)
         return keep(result) if keep else result
 

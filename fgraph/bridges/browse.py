@@ -6,8 +6,10 @@ Datasette runs in this process on uvicorn. Three things make it fgraph's view:
   Datasette would write through, is ``fgraph.query.browse_sql.connect_read_only``: ``mode=ro``
   (so committed transactions still in the WAL are seen, which ``immutable=1`` would miss)
   with ``query_only``;
-- canned queries (entity, history, receipt, changes, events, entities), whose SQL lives in
-  ``fgraph.query.browse_sql`` because the face holds none;
+- canned queries (entities, attributes, entity, history, receipts, incoming, receipt, changes,
+  events), whose SQL lives in ``fgraph.query.browse_sql`` and ``browse_pages_sql`` because the face
+  holds none, shown as pages for people by ``fgraph.bridges.browse_pages`` (its templates, the
+  store's page with a search box and the recent changes, decision B2);
 - ``CellRenderer``, a Datasette plugin registered for the life of the server, which renders a
   ``value`` by the ``tag`` beside it (refs as links to their entity, instants as RFC 3339,
   bytes, vectors and JSON in their wire form) and links transactions to their receipt.
@@ -45,9 +47,10 @@ from fgraph.core.canonical import dumps
 from fgraph.core.errors import FgraphError
 from fgraph.core.limits import BROWSE_HEAP_BYTES, BROWSE_STOP_SECONDS, BROWSE_TIME_LIMIT_MS
 from fgraph.core.values import INDIRECT_TAGS, TAG_REF, format_instant, logical_name, render
+from fgraph.bridges import browse_pages
+from fgraph.bridges.browse_pages import DATABASE, metadata
 from fgraph.query import browse_sql
 
-DATABASE = "fgraph"          # the database's route: every page is under /fgraph
 PLUGIN_NAME = "fgraph-browse-cells"
 REFUSAL_NAME = "fgraph-browse-sql"
 ERRORS_NAME = "fgraph-browse-errors"
@@ -61,47 +64,12 @@ SETTINGS = {
     "sql_time_limit_ms": BROWSE_TIME_LIMIT_MS,   # Datasette's own deadline; the Guard's watchdog keeps the same one
 }
 SQL_OFF = ("fgraph browse runs no SQL of your own unless it was started with --sql: use the pages "
-           "(entities, entity, history, receipt, changes, events) and the table pages, or restart it as "
+           "(search, entities, attributes, entity, history, receipt, changes, events) and the table pages, "
+           "or restart it as "
            "`fgraph browse --sql`")
 
 
 # ----------------------------------------------------------------- configuration
-
-def canned_queries() -> dict:
-    """Datasette's ``queries`` block: the pages of the view, in the order the database page lists them."""
-    return {
-        "entities": {"sql": browse_sql.ENTITIES, "title": "Entities",
-                     "description": f"Identities that are not transactions, {browse_sql.PAGE_SIZE} at a time; "
-                                    "page on with after = the last id shown."},
-        "entity": {"sql": browse_sql.ENTITY, "title": "Entity: current state",
-                   "description": "The live facts of one entity, given by name, id or UUID, with the "
-                                  "transaction that asserted each."},
-        "history": {"sql": browse_sql.HISTORY, "title": "Entity: history",
-                    "description": "Every assertion and retraction of one entity (optionally one attribute), "
-                                   "as a timeline of transactions."},
-        "receipt": {"sql": browse_sql.RECEIPT, "title": "Transaction receipt",
-                    "description": "One transaction: its event UUID and hash, time, by, source, meta and "
-                                   "operation id, and how many facts it asserted and retracted."},
-        "changes": {"sql": browse_sql.CHANGES, "title": "Transaction changes",
-                    "description": "The facts one transaction asserted and retracted."},
-        "events": {"sql": browse_sql.EVENTS, "title": "Event stream",
-                   "description": f"Committed events after transaction since (exclusive, as `fgraph tail --since`), "
-                                  f"{browse_sql.PAGE_SIZE} at a time; page on with since = the last tx shown."},
-    }
-
-
-def metadata(path: str) -> dict:
-    """Datasette metadata: the title, a short guide on the home page and the canned queries."""
-    base = f"/{DATABASE}"
-    guide = (f'Read-only. Start at <a href="{base}/entities">entities</a> or the '
-             f'<a href="{base}/events">event stream</a>; look one entity up on '
-             f'<a href="{base}/entity">entity</a> or <a href="{base}/history">history</a>.')
-    return {
-        "title": f"fgraph: {os.path.basename(path)}",
-        "description_html": guide,
-        "databases": {DATABASE: {"description_html": guide, "queries": canned_queries()}},
-    }
-
 
 class ReadOnlyFile(Database):
     """A Datasette database whose every connection is read-only inside SQLite itself, and bounded."""
@@ -118,7 +86,8 @@ class ReadOnlyFile(Database):
 
 def build(path: str, *, allow_sql: bool = False, guard: browse_sql.Guard | None = None) -> Datasette:
     """A Datasette serving ``path`` alone, read-only, under ``/fgraph``; arbitrary SQL only if ``allow_sql``."""
-    ds = Datasette(metadata=metadata(path), settings={**SETTINGS, "default_allow_sql": allow_sql})
+    ds = Datasette(metadata=metadata(path), settings={**SETTINGS, "default_allow_sql": allow_sql},
+                   template_dir=browse_pages.TEMPLATES)
     for name in list(ds.databases):
         if name != "_internal":
             ds.remove_database(name)  # the empty in-memory database Datasette adds when given no files
@@ -305,14 +274,16 @@ def url_of(sock: socket.socket, host: str) -> str:
 def serve(path: str, sock: socket.socket, url: str, *, open_browser: bool = False, allow_sql: bool = False) -> None:
     """Serve ``path`` on the listening ``sock`` until SIGINT or SIGTERM; uvicorn shuts down gracefully,
     after the running statements are interrupted, within ``BROWSE_STOP_SECONDS``."""
-    pm.register(CellRenderer(), name=PLUGIN_NAME)
+    renderer = CellRenderer()
+    pm.register(renderer, name=PLUGIN_NAME)
+    pm.register(browse_pages.PeoplePages(renderer.label), name=browse_pages.PAGES_NAME)
     pm.register(SqlRefusal(), name=REFUSAL_NAME)
     default_errors = pm.unregister(name=DATASETTE_ERRORS)
     pm.register(ErrorPages(), name=ERRORS_NAME)
     try:
         server = asyncio.run(_serve(path, sock, url, open_browser, allow_sql))
     finally:
-        for name in (PLUGIN_NAME, REFUSAL_NAME, ERRORS_NAME):
+        for name in (PLUGIN_NAME, browse_pages.PAGES_NAME, REFUSAL_NAME, ERRORS_NAME):
             pm.unregister(name=name)
         if default_errors is not None:
             pm.register(default_errors, name=DATASETTE_ERRORS)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from collections.abc import Iterable, Iterator
 from typing import IO
 
@@ -26,6 +27,7 @@ from fgraph.bridges.data_source import DataSource, read_bounded_text, text_lines
 
 MAX_BATCH_SIZE = 10000
 INPUT_HINT = "provide JSON inline, via @file, or on stdin with '-'"
+PATH_OR_JSON_HINT = "pass a file path, @file, inline JSON or - for stdin"
 
 
 # ----------------------------------------------------------------- reading DATA
@@ -37,6 +39,23 @@ def read_data_argument(arg: str, stdin: IO) -> str:
     only and a CR is ordinary JSON whitespace. Over the document cap ⇒ TooLarge while reading.
     """
     return read_bounded_text(arg, stdin)
+
+
+def read_json_argument(arg: str, stdin: IO, what: str):
+    """One JSON document (a schema/1 manifest) given inline, as ``@path`` or ``-``, as the published
+    runtime takes it, or (ours, issue 31) as a plain path like every other command's file: text
+    that is not JSON and names an existing regular file is read as ``@path``. Inline JSON wins, so
+    nothing the published runtime accepts is read differently (docs/schema.md)."""
+    try:
+        return loads(read_data_argument(arg, stdin))
+    except FgraphError as exc:
+        if not isinstance(exc, ValueTypeError) or arg == "-" or arg.startswith("@"):
+            if isinstance(exc, ValueTypeError):
+                raise ValueTypeError(f"{what} is not valid JSON: {exc.message}", exc.hint) from None
+            raise
+        if os.path.isfile(arg):
+            return read_json_argument("@" + arg, stdin, f"{what} file {arg}")
+        raise ValueTypeError(f"{what} is neither valid JSON nor a file: {exc.message}", PATH_OR_JSON_HINT) from None
 
 
 # ----------------------------------------------------------------- parsing
@@ -100,12 +119,37 @@ class AddJob:
             yield from enumerate((record for _, record in _parsed_lines(self.source)), 1)
 
     def run(self, db):
+        """A report (one document), a batch summary, or the list of every NDJSON record's report."""
+        if self.batch_size is not None or self.single:
+            return self.execute(db)
+        reports: list = []
+        self.execute(db, on_report=reports.append)
+        return reports
+
+    def execute(self, db, *, on_report=None, on_written=None):
+        """Run the job in memory bounded by one batch: a report (one document), a batch summary, or
+        for NDJSON the summary ``{applied, basis_tx, last_tx, noop, transactions}``, each record's
+        report handed to ``on_report`` and none kept (decision A3, docs/cli.md). ``on_written(n)``
+        is told after each transaction how many records it wrote (progress)."""
+        written = on_written or _ignore
         if self.batch_size is not None:
-            return self._run_batches(db)
+            return self._run_batches(db, written)
         if self.single:
-            return db.transact(self.records[0], operation_id=self.operation_id, if_basis_tx=self.if_basis_tx,
-                               **self.provenance)
-        return [db.transact(record, **self.provenance) for record in self.iter_records()]
+            report = db.transact(self.records[0], operation_id=self.operation_id, if_basis_tx=self.if_basis_tx,
+                                 **self.provenance)
+            written(1)
+            return report
+        counts, last_tx = {"applied": 0, "noop": 0, "already_applied": 0}, None
+        for record in self.iter_records():
+            report = db.transact(record, **self.provenance)
+            counts[report["status"]] += 1
+            last_tx = report["tx"] if report["tx"] is not None else last_tx
+            if on_report is not None:
+                on_report(report)
+            written(1)
+        transactions = sum(counts.values())
+        return {"applied": counts["applied"], "basis_tx": db.latest_tx(), "last_tx": last_tx,
+                "noop": counts["noop"], "transactions": transactions}
 
     def iter_batches(self) -> Iterator[list]:
         items = self._numbered_records()
@@ -115,7 +159,7 @@ class AddJob:
     def batches(self) -> list[list]:
         return list(self.iter_batches())
 
-    def _run_batches(self, db) -> dict:
+    def _run_batches(self, db, written) -> dict:
         """Batches are read, checked and written one after another, as the published runtime does:
         a bad line (JSON, or an array that is not an operation) stops the run at its batch and the
         batches before it stay committed. An option that guards one batch only (``--operation-id``,
@@ -138,9 +182,14 @@ class AddJob:
                                  if_basis_tx=self.if_basis_tx, **self.provenance)
             counts[report["status"]] += 1
             last_tx = report["tx"]
+            written(len(batch))
             batch_count += 1
             item_count += len(batch)
         return {**counts, "basis_tx": db.latest_tx(), "batches": batch_count, "items": item_count, "tx": last_tx}
+
+
+def _ignore(*_) -> None:
+    pass
 
 
 def _check_batch_items(records: Iterable, first: int = 1) -> None:
@@ -178,16 +227,23 @@ def _parsed_lines(source: DataSource) -> Iterator[tuple[int, object]]:
             raise type(exc)(f"add input line {number}: {exc.message}", exc.hint) from None
 
 
-def _check_lines(source: DataSource) -> int:
-    """Parse every record once, keeping none (all are checked before any is written); their count."""
-    return sum(1 for _ in _parsed_lines(source))
+def _check_lines(source: DataSource, on_line=None) -> int:
+    """Parse every record once, keeping none (all are checked before any is written); their count.
+    ``on_line()`` is called after each record (progress)."""
+    count = 0
+    for _ in _parsed_lines(source):
+        count += 1
+        if on_line is not None:
+            on_line()
+    return count
 
 
 def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=None, batch_size=None,
-            if_basis_tx=None, provenance: dict | None = None) -> AddJob:
+            if_basis_tx=None, provenance: dict | None = None, on_line=None) -> AddJob:
     """Parse ``data`` and check the option combinations of 09 §4.1 that need no database.
 
-    ``provenance`` (keys ``by``, ``source``, ``meta``) is given to every transaction the job makes."""
+    ``provenance`` (keys ``by``, ``source``, ``meta``) is given to every transaction the job makes;
+    ``on_line()`` is called after each NDJSON record checked (progress)."""
     if operation_id_prefix is not None and batch_size is None:
         raise ValueTypeError("operation_id_prefix requires batch_size", "pass --batch-size N as well")
     if operation_id_prefix is not None and operation_id is not None:
@@ -205,7 +261,7 @@ def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=
         # NDJSON is checked whole before the first record is written (09 §4.1); in batch mode each
         # batch is checked as it is reached (AddJob._run_batches).
         records, single = None, False
-        count = _check_lines(source) if batch_size is None else None
+        count = _check_lines(source, on_line) if batch_size is None else None
     else:
         records, single = parse_records(source.whole_text())
         count = len(records)

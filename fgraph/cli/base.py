@@ -19,6 +19,7 @@ from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import FgraphError
+from fgraph.cli.completion import PATH
 from fgraph.cli.paths import resolve_db_path
 from fgraph.core.mappings import plain
 from fgraph.core.timespec import duration_us
@@ -133,7 +134,7 @@ def db_option(f):
     """``--db`` alone, for commands whose output is already JSON lines or is no output at all
     (tail, snapshot, mcp): ``--json`` after their name is a usage error, as in the published
     runtime; before it, the group accepts it for every command."""
-    return click.option("--db", metavar="PATH", expose_value=False, callback=_remember(_DB),
+    return click.option("--db", metavar="PATH", type=PATH, expose_value=False, callback=_remember(_DB),
                         help="Database file [env FGRAPH_DB; default facts.fgraph].")(f)
 
 
@@ -147,7 +148,7 @@ def provenance_options(f):
         return value
     f = click.option("--meta", metavar="JSON", expose_value=False, callback=collect,
                      help="Any JSON kept with the transaction (its event's meta).")(f)
-    f = click.option("--source", metavar="TEXT", expose_value=False, callback=collect,
+    f = click.option("--source", metavar="TEXT", type=PATH, expose_value=False, callback=collect,
                      help="Where the change comes from (a file, a URL, a conversation).")(f)
     f = click.option("--by", metavar="WHO", envvar=settings.BY, show_envvar=True, expose_value=False,
                      callback=collect, help="Who makes the change.")(f)
@@ -156,10 +157,14 @@ def provenance_options(f):
 
 def _run(ctx: click.Context, mode: str, call) -> None:
     """Open the database read-only (RO) or writable (RW), apply ``call`` to it, print the result."""
+    _print_result(ctx, _result(ctx, mode, call))
+
+
+def _result(ctx: click.Context, mode: str, call):
+    """``_run`` without the printing: for a command that prints once its progress display is gone."""
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
     with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
-        result = plain(call(db))
-    _print_result(ctx, result)
+        return plain(call(db))
 
 
 def _print_result(ctx: click.Context, result) -> None:
@@ -200,6 +205,15 @@ def _loose_ref(view, text: str):
     """A REF to read by: a name may differ from the entity's in case (issue 30 item 2)."""
     ref = _ref(text)
     return view.resolve(ref, loose=True) if isinstance(ref, str) else ref
+
+
+def _stdout_is_terminal() -> bool:
+    """Whether a person reads the output: readable extras go there, never into a pipe or a file
+    (which keep the published bytes)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _json_argument(text: str, what: str):

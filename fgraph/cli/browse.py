@@ -31,8 +31,9 @@ def browse(ctx, host, port, open_browser, allow_sql):
     """Serve a read-only web view of the database (Datasette) until Ctrl-C.
 
     \b
-    Prints the URL on stdout, then serves pages for an entity's current
-    state and history, a transaction's receipt and the event stream.
+    Prints the URL on stdout, then serves pages for people: a search box
+    and the recent changes, each entity's facts, history and what refers
+    to it, attributes, receipts and the event stream (docs/browse.md).
     Nothing is written to the file. Arbitrary SQL only with --sql; every
     query is bounded in time, length and memory (docs/browse.md, Limits).
     Needs the extra: pip install 'fgraph[browse]'

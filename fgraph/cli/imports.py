@@ -7,7 +7,8 @@ import sys
 import click
 
 from fgraph.bridges import importing
-from fgraph.cli.base import RW, _run, cli, common_options, provenance_options
+from fgraph.cli.completion import PATH
+from fgraph.cli.base import RW, _print_result, _result, cli, common_options, provenance_options
 from fgraph.bridges.data_source import open_data
 from fgraph.cli.progress import progress
 
@@ -15,7 +16,7 @@ from fgraph.cli.progress import progress
 @cli.command("import")
 @common_options
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(["mcp-memory", "jsonl-log"]))
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=PATH)
 @click.option("--batch-size", type=click.IntRange(1, importing.MAX_BATCH), default=importing.DEFAULT_BATCH,
               show_default=True, help="Records per all-or-nothing write.")
 @click.option("--dry-run", is_flag=True, help="Check and count everything; write nothing.")
@@ -39,6 +40,7 @@ def import_(ctx, fmt, file, batch_size, dry_run, strict, mirror, provenance=None
     job = importing.ImportJob(fmt, "stdin" if file == "-" else file, batch_size=batch_size, dry_run=dry_run,
                               strict=strict, by=given.get("by"), source=given.get("source"),
                               meta=given.get("meta"), has_meta="meta" in given, mirror=mirror)
-    with open_data("-" if file == "-" else "@" + file, sys.stdin) as data, \
-            progress(f"importing {job.origin}", unit="lines") as bar:
-        _run(ctx, RW, lambda db: importing.run_import(db, job, data, on_line=lambda _: bar.advance()))
+    with open_data("-" if file == "-" else "@" + file, sys.stdin) as data:
+        with progress(f"importing {job.origin}", unit="lines") as bar:
+            result = _result(ctx, RW, lambda db: importing.run_import(db, job, data, on_line=lambda _: bar.advance()))
+        _print_result(ctx, result)  # once the display is gone: the result starts on its own line

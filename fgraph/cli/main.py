@@ -36,16 +36,18 @@ import fgraph
 from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.bridges import ingest
-from fgraph.bridges.data_source import open_data
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX
 from fgraph.cli.base import (AT_HELP, _BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                                   EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _loose_ref, _pair, _ref,
+                                  _stdout_is_terminal,
                                   _print_result, _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
                                   provenance_options)
+from fgraph.cli.completion import PATH, VALUE_TYPES, DataText, Words
 from fgraph.cli.paths import resolve_db_path
-from fgraph.cli.progress import beside, counted, progress, reading
+from fgraph.cli import long_running
+from fgraph.cli.progress import beside, counted, progress
 
 
 # ----------------------------------------------------------------- commands
@@ -69,23 +71,26 @@ def info(ctx, digest):
 
 @cli.command()
 @common_options
-@click.argument("data")
+@click.argument("data", type=DataText())
 @click.option("--operation-id", help="Idempotency key of the one transaction.")
 @click.option("--operation-id-prefix", help="Batch k gets operation id PREFIX:k (8 digits); needs --batch-size.")
 @click.option("--batch-size", type=click.IntRange(1, 10000), help="Transact records in batches of at most N.")
 @click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
+@click.option("--reports", is_flag=True, help="NDJSON: print every record's report (the published output), "
+              "not the summary.")
 @provenance_options
 @click.pass_context
-def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx, provenance=None):
-    """Transact JSON or NDJSON given inline, as @file, or on stdin with '-'."""
+def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx, reports, provenance=None):
+    """Transact JSON or NDJSON given inline, as @file, or on stdin with '-'.
+
+    One document prints its report; NDJSON prints {"transactions": N, "last_tx": ...} (--reports:
+    every report); --batch-size prints the batch summary. Progress on a terminal."""
     if operation_id_prefix is not None and operation_id is not None:
         raise click.UsageError("choose --operation-id for one transaction or --operation-id-prefix for batches", ctx)
     if operation_id_prefix is not None and batch_size is None:
         raise click.UsageError("--operation-id-prefix requires --batch-size", ctx)
-    with open_data(data, sys.stdin) as source:
-        job = ingest.prepare(source, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
-                             batch_size=batch_size, if_basis_tx=if_basis_tx, provenance=provenance)
-        _run(ctx, RW, lambda db: ingest.add(db, job))
+    long_running.add(ctx, data, reports=reports, operation_id=operation_id, operation_id_prefix=operation_id_prefix,
+                     batch_size=batch_size, if_basis_tx=if_basis_tx, provenance=provenance)
 
 
 @cli.command()
@@ -109,7 +114,8 @@ def retract(ctx, ref, attr, value, operation_id, if_basis_tx, provenance=None):
 @cli.command()
 @common_options
 @click.argument("attr")
-@click.option("--type", "type_", help="Value type: bool, bytes, float, instant, int, json, ref, text, vector.")
+@click.option("--type", "type_", type=Words(*VALUE_TYPES),
+              help="Value type: bool, bytes, float, instant, int, json, ref, text, vector.")
 @click.option("--ref/--no-ref", default=False, help="Declare a reference attribute (type ref).")
 @click.option("--many", is_flag=True, help="Cardinality many.")
 @click.option("--one", is_flag=True, help="Cardinality one.")
@@ -158,9 +164,14 @@ def get(ctx, ref, depth, at, incoming):
 @click.option("--at", type=_TimeParam(), help=AT_HELP)
 @click.pass_context
 def history(ctx, ref, attr, at):
-    """Print every fact ever asserted for an entity (or one attribute)."""
+    """Print every fact ever asserted for an entity (or one attribute).
+
+    On a terminal each fact also shows at_time (RFC 3339) and the transaction's meta; piped
+    output and --json print the published fields only (at in microseconds)."""
+    details = not ctx.meta.get(_JSON) and _stdout_is_terminal()
+
     def read(view):
-        return view.history(_loose_ref(view, ref), attr)
+        return view.history(_loose_ref(view, ref), attr, details=details)
     _run(ctx, RO, lambda db: read(db if at is None else db.at(at)))
 
 
@@ -232,7 +243,7 @@ def tail(ctx, since, follow):
 
 @cli.command()
 @common_options
-@click.argument("src", default="-")
+@click.argument("src", default="-", type=PATH)
 @click.option("--dry-run", is_flag=True, help="Validate and report what would change; commit nothing.")
 @click.pass_context
 def apply(ctx, src, dry_run):
@@ -241,8 +252,7 @@ def apply(ctx, src, dry_run):
     \b
     Example: fgraph --db replica.db apply reviewed.ndjson
     """
-    with ingest.open_stream(src, sys.stdin) as handle, reading(handle, "applying") as counted:
-        _run(ctx, RW, lambda db: db.apply_summary(counted, dry_run=dry_run))
+    long_running.apply(ctx, src, dry_run)
 
 
 @cli.command()
@@ -269,22 +279,20 @@ def snapshot(ctx):
 
 @cli.command()
 @common_options
-@click.argument("src", default="-")
+@click.argument("src", default="-", type=PATH)
 @click.pass_context
 def restore(ctx, src):
     """Restore a snapshot (file or '-' for stdin) into a new, empty database."""
-    with ingest.open_stream(src, sys.stdin) as handle, reading(handle, "restoring") as counted:
-        _run(ctx, RW, lambda db: db.restore(counted, details=True))
+    long_running.restore(ctx, src)
 
 
 @cli.command()
 @common_options
-@click.argument("dest")
+@click.argument("dest", type=PATH)
 @click.pass_context
 def backup(ctx, dest):
     """Copy the database to the new file DEST, verified; print its path, basis_tx and digest."""
-    with progress(f"backing up to {dest}", unit="") as _:
-        _run(ctx, RO, lambda db: db.backup(dest, details=True))
+    long_running.backup(ctx, dest)
 
 
 @cli.command()
@@ -303,14 +311,12 @@ def doctor(ctx, repair, expect_digest):
 
 @cli.command("restore-backup")
 @common_options
-@click.argument("backup_file", metavar="BACKUP")
-@click.argument("dest")
+@click.argument("backup_file", metavar="BACKUP", type=PATH)
+@click.argument("dest", type=PATH)
 @click.pass_context
 def restore_backup(ctx, backup_file, dest):
     """Install the physical backup BACKUP at DEST (new or empty file), verified."""
-    with fgraph.restore_backup(backup_file, dest) as db:
-        result = {"basis_tx": db.latest_tx(), "digest": db.logical_digest(), "path": dest}
-    _print_result(ctx, result)
+    long_running.restore_backup(ctx, backup_file, dest)
 
 
 @cli.command()
@@ -326,7 +332,7 @@ def excise(ctx, ref, operation_id, if_basis_tx):
 
 @cli.command()
 @common_options
-@click.argument("src", default="-")
+@click.argument("src", default="-", type=PATH)
 @click.pass_context
 def verify(ctx, src):
     """Check a snapshot or event stream file without a database; exit 0 only when it is whole."""
@@ -336,7 +342,7 @@ def verify(ctx, src):
 @cli.command()
 @db_option
 @click.option("--write", is_flag=True, help="Offer the write tools (remember, forget, undo); the file may change.")
-@click.option("--embed-cmd", metavar="CMD", help="Embedder for recall and remember: an executable or a JSON argv "
+@click.option("--embed-cmd", metavar="CMD", type=PATH, help="Embedder for recall and remember: an executable or a JSON argv "
               "array; reads text on stdin, prints a JSON array.")
 @click.pass_context
 def mcp(ctx, write, embed_cmd):

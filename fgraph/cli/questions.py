@@ -10,6 +10,7 @@ import click
 
 from fgraph.core.errors import ValueTypeError
 from fgraph.bridges import ingest
+from fgraph.cli.completion import DATOMS_INDEXES, DATOMS_SOURCES, PATH, DataText, Words
 from fgraph.cli.base import (AT_HELP, _JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, _WhenParam, cli,
                                   common_options)
 
@@ -29,7 +30,7 @@ def _query_arguments(text: str, args: str | None):
 
 @cli.command()
 @common_options
-@click.argument("query", metavar="QUERY")
+@click.argument("query", metavar="QUERY", type=DataText())
 @click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
 @click.option("--at", type=_WhenParam(), help=AT_HELP)
 @click.pass_context
@@ -41,7 +42,7 @@ def q(ctx, query, args, at):
 
 @cli.command()
 @common_options
-@click.argument("query", metavar="QUERY")
+@click.argument("query", metavar="QUERY", type=DataText())
 @click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
 @click.option("--at", type=_WhenParam(), help=AT_HELP)
 @click.pass_context
@@ -53,9 +54,10 @@ def explain(ctx, query, args, at):
 
 @cli.command()
 @common_options
-@click.argument("index", required=False, default="eavt")
+@click.argument("index", required=False, default="eavt", type=Words(*DATOMS_INDEXES))
 @click.option("--components", metavar="JSON", help="Leading key components as a JSON array, e.g. '[\"ada\"]'.")
-@click.option("--source", default="current", show_default=True, help="current or history.")
+@click.option("--source", default="current", show_default=True, type=Words(*DATOMS_SOURCES),
+              help="current or history.")
 @click.option("--limit", type=int, default=100, show_default=True, help="Items per page (1-1000).")
 @click.option("--cursor", metavar="C", help="The next_cursor of the previous page.")
 @click.option("--at", type=_WhenParam(), help=AT_HELP)
@@ -79,7 +81,7 @@ def datoms(ctx, index, components, source, limit, cursor, at):
               help="Search only this text attribute; repeatable.")
 @click.option("--filter", "filters", metavar="JSON", multiple=True,
               help='Keep entities holding a value, e.g. \'["note/kind","guide"]\'; repeatable.')
-@click.option("--embed-cmd", metavar="CMD", help="Embedder turning --text into the vector: an executable or a "
+@click.option("--embed-cmd", metavar="CMD", type=PATH, help="Embedder turning --text into the vector: an executable or a "
               "JSON argv array; reads the text on stdin, prints a JSON array.")
 @click.option("--match", type=click.Choice(["fact", "entity", "fill"]), default="fact", show_default=True,
               help="fact: every word in one fact (the published rule); entity: the words across an entity's "
@@ -116,23 +118,23 @@ def schema_export(ctx):
 
 @cli.command("schema-check")
 @common_options
-@click.argument("src", metavar="SRC")
+@click.argument("src", metavar="SRC", type=DataText(plain_paths=True))
 @click.pass_context
 def schema_check(ctx, src):
-    """Compare a schema/1 manifest (inline JSON, @file or -) with the database; exits 0 on drift."""
-    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
+    """Compare a schema/1 manifest (a file, inline JSON, @file or -) with the database; exits 0 on drift."""
+    manifest = ingest.read_json_argument(src, sys.stdin, "SRC")
     _run(ctx, RO, lambda db: db.check_schema_manifest(manifest))
 
 
 @cli.command("schema-apply")
 @common_options
-@click.argument("src", metavar="SRC")
+@click.argument("src", metavar="SRC", type=DataText(plain_paths=True))
 @click.option("--operation-id", help="Idempotency key of the transaction.")
 @click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.pass_context
 def schema_apply(ctx, src, operation_id, if_basis_tx):
-    """Make the declared schema equal a schema/1 manifest (inline JSON, @file or -), in one transaction."""
-    manifest = _json_argument(ingest.read_data_argument(src, sys.stdin), "SRC")
+    """Make the declared schema equal a schema/1 manifest (a file, inline JSON, @file or -), in one transaction."""
+    manifest = ingest.read_json_argument(src, sys.stdin, "SRC")
     _run(ctx, RW, lambda db: db.apply_schema_manifest(manifest, operation_id=operation_id,
                                                       if_basis_tx=if_basis_tx))
 

@@ -14,6 +14,7 @@ import click
 
 from fgraph.core.errors import ValueTypeError
 from fgraph.bridges import sync as _sync
+from fgraph.cli.completion import PATH
 from fgraph.cli.base import _DB, FiniteFloatRange, _print_result, cli, common_options
 from fgraph.cli.paths import resolve_db_path
 
@@ -50,9 +51,9 @@ class _Stop:
 
 @cli.command()
 @common_options
-@click.option("--from", "sources", multiple=True, metavar="PATH",
+@click.option("--from", "sources", multiple=True, metavar="PATH", type=PATH,
               help="A source store, opened read-only (repeat once per source).")
-@click.option("--to", "target", metavar="PATH", help="The target store, created if missing [default: --db].")
+@click.option("--to", "target", metavar="PATH", type=PATH, help="The target store, created if missing [default: --db].")
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=_sync.DEFAULT_BATCH, show_default=True,
               help="At most N events per target transaction.")
 @click.option("--follow/--no-follow", default=False, help="Keep syncing new commits until Ctrl-C or SIGTERM.")
@@ -63,7 +64,7 @@ def sync(ctx, sources, target, batch_size, follow, interval):
     """Fan several stores' events into one target, resumably and idempotently.
 
     \b
-    Example: fgraph sync --from a.db --from b.db --from c.db --to central.db --follow
+    Example: fgraph sync --from a.db --from b.db --to central.db --follow
     """
     if not sources:
         raise click.UsageError("pass at least one --from PATH", ctx)

@@ -142,19 +142,35 @@ class Reader:
             cache[tx] = meta
         return cache[tx]
 
-    def history(self, ref, attr=None) -> list:
+    def tx_details(self, tx: int, cache: dict) -> dict:
+        """What ``history(details=True)`` adds for a transaction: ``at_time`` (RFC 3339) and its ``meta``."""
+        if tx not in cache:
+            details = {"at_time": values.format_instant(self.cat.tx_at(tx))}
+            row = self.conn.execute(
+                "SELECT v, t FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
+                (tx, A_META, tx)).fetchone()
+            if row is not None:
+                details["meta"] = self.value(*row)["json"]
+            cache[tx] = details
+        return cache[tx]
+
+    def history(self, ref, attr=None, *, details: bool = False) -> list:
         e = self.resolve(ref)
         sql = f"SELECT id, e, a, v, t, tx, rx FROM fgraph_facts WHERE e = ? AND tx <= {self.basis}"
         args: tuple = (e,)
         if attr is not None:
             sql += " AND a = ?"
             args += (self.attribute(attr),)
-        out, cache = [], {}
+        out, cache, more = [], {}, {}
         for row in self.conn.execute(sql + " ORDER BY id", args).fetchall():
             fact = self.fact(*row)
             fact.update(self.tx_meta(row[5], cache))
+            if details:
+                fact.update(self.tx_details(row[5], more))
             if fact["rx"] is not None:
                 for key, val in self.tx_meta(fact["rx"], cache).items():
+                    fact["rx_" + key] = val
+                for key, val in (self.tx_details(fact["rx"], more) if details else {}).items():
                     fact["rx_" + key] = val
             out.append(fact)
         return out

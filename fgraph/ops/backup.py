@@ -127,20 +127,32 @@ def _open_source(path: str) -> apsw.Connection:
     return connection.open_immutable_copy(path)
 
 
-def verify_copy(path: str, what: str) -> dict:
+def _quiet(phase: str, size_bytes: int | None = None) -> None:
+    pass
+
+
+def _database_bytes(conn: apsw.Connection) -> int:
+    return conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+
+
+def verify_copy(path: str, what: str, on_phase=None) -> dict:
     """Full doctor, basis and logical digest of a copy, all in one read transaction; the digest is
-    computed by a second process meanwhile (``digest_worker``), here when that one fails."""
+    computed by a second process meanwhile (``digest_worker``), here when that one fails.
+    ``on_phase(name, size_bytes)`` is told when verifying and then waiting for the digest begin."""
+    on_phase = on_phase or _quiet
     worker = DigestWorker.start(path)
     try:
         conn = connection.open_immutable_copy(path)
         try:
             with read_transaction(conn):
+                on_phase("verifying", os.path.getsize(path))
                 report = doctor.check(conn, parallel=integrity_source(worker))
                 if not report["ok"]:
                     raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
                                       "nothing was published; run `fgraph doctor` on the source and repair or "
                                       "restore it")
                 basis = conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
+                on_phase("digest", None)
                 found = worker.result()
                 digest = found["digest"] if found is not None and found["basis_tx"] == basis else \
                     logical_digest(conn, basis)
@@ -160,8 +172,10 @@ def _sqlite_failure(what: str, exc: BaseException) -> FgraphError:
     return type(typed)(f"{what} failed: {typed.message}", typed.hint)
 
 
-def backup(source: apsw.Connection, source_path: str, dest) -> dict:
-    """Copy, verify, fsync and publish ``source`` at ``dest``; never touches an existing name."""
+def backup(source: apsw.Connection, source_path: str, dest, on_phase=None) -> dict:
+    """Copy, verify, fsync and publish ``source`` at ``dest``; never touches an existing name.
+    ``on_phase(name, size_bytes)`` is told as each phase begins: copying, verifying, digest, syncing."""
+    on_phase = on_phase or _quiet
     if is_speculating(source):
         raise Unsupported("backup inside speculate() would copy writes that are about to be rolled back",
                           "take the backup before or after the speculation")
@@ -174,8 +188,10 @@ def backup(source: apsw.Connection, source_path: str, dest) -> dict:
                        "choose a new file; backups never overwrite anything")
     try:
         with _Scratch(dest, "tmp") as scratch:
+            on_phase("copying", _database_bytes(source))
             copy_pages(source, scratch.path)
-            proof = verify_copy(scratch.path, "backup copy")
+            proof = verify_copy(scratch.path, "backup copy", on_phase)
+            on_phase("syncing", None)
             fsync_file(scratch.path)
             try:
                 os.link(scratch.path, dest)
@@ -192,8 +208,10 @@ def backup(source: apsw.Connection, source_path: str, dest) -> dict:
     return {"basis_tx": proof["basis_tx"], "digest": proof["digest"], "path": dest}
 
 
-def restore_backup(backup_file, dest) -> dict:
-    """Install a physical backup at ``dest`` (missing or an empty file); returns its basis and digest."""
+def restore_backup(backup_file, dest, on_phase=None) -> dict:
+    """Install a physical backup at ``dest`` (missing or an empty file); returns its basis and digest.
+    ``on_phase(name, size_bytes)`` is told as each phase begins, as for ``backup``."""
+    on_phase = on_phase or _quiet
     backup_file = _path(backup_file, "backup file")
     dest = _path(dest, "restore destination")
     refuse_sidecar_name(dest, "restore destination")
@@ -212,8 +230,10 @@ def restore_backup(backup_file, dest) -> dict:
     source = _open_source(backup_file)
     try:
         with _Scratch(dest, "restore") as scratch:
+            on_phase("copying", os.path.getsize(backup_file))
             copy_pages(source, scratch.path)
-            proof = verify_copy(scratch.path, "restored copy")
+            proof = verify_copy(scratch.path, "restored copy", on_phase)
+            on_phase("syncing", None)
             fsync_file(scratch.path)
             if os.path.lexists(dest):
                 if os.path.getsize(dest):

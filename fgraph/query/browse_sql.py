@@ -31,7 +31,7 @@ import time
 import uuid
 
 from fgraph.core.connection import read_only_uri  # the one statement of the read-only open rule
-from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
+from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE, A_TYPE
 from fgraph.core.limits import (BROWSE_ANSWER_BYTES, BROWSE_HEAP_BYTES, BROWSE_LENGTH_BYTES,
                                 BROWSE_LIKE_PATTERN_BYTES, BROWSE_TIME_LIMIT_MS, FIRST_APP_ID, GENESIS_TX)
 
@@ -48,7 +48,7 @@ JSON_COLUMNS = frozenset({"meta", "event_data"})
 
 # The identity :entity names: digits are an id (as the CLI reads REF), else a name, else the
 # UUID of an anonymous identity. The branches are tried in that order; the first row wins.
-_TARGET = """target(id) AS (
+TARGET = """target(id) AS (
   SELECT id FROM fgraph_ids
    WHERE :entity <> '' AND :entity NOT GLOB '*[^0-9]*' AND id = CAST(:entity AS INTEGER)
   UNION ALL
@@ -58,40 +58,48 @@ _TARGET = """target(id) AS (
 ), chosen(id) AS (SELECT id FROM target LIMIT 1)"""
 
 
-def _self_fact(attribute: int, tx: str) -> str:
+def self_fact(attribute: int, tx: str) -> str:
     """The value of one of transaction ``tx``'s own facts (fgraph/at, by, source, meta)."""
     return (f"(SELECT r.v FROM fgraph_facts r INDEXED BY fgraph_hist "
             f"WHERE r.e = {tx} AND r.a = {attribute} AND r.tx = {tx})")
 
 
-def _uuid(gid: str) -> str:
+def is_attribute(e: str) -> str:
+    """Whether identity ``e`` is an attribute: some fact has it as its attribute, or it was declared
+    (has an fgraph/type fact); each test is one seek, on AVET and on the history index."""
+    return (f"(EXISTS (SELECT 1 FROM fgraph_facts u INDEXED BY fgraph_avet WHERE u.a = {e}) OR "
+            f"EXISTS (SELECT 1 FROM fgraph_facts d INDEXED BY fgraph_hist WHERE d.e = {e} AND d.a = {A_TYPE}))")
+
+
+def uuid_text(gid: str) -> str:
     """16 UUID bytes as lowercase hyphenated text; NULL for a named identity."""
     hexed = f"lower(hex({gid}))"
     return (f"CASE WHEN {gid} IS NULL THEN NULL ELSE substr({hexed}, 1, 8) || '-' || substr({hexed}, 9, 4) || '-' || "
             f"substr({hexed}, 13, 4) || '-' || substr({hexed}, 17, 4) || '-' || substr({hexed}, 21, 12) END")
 
 
-ENTITY = f"""WITH {_TARGET}
-SELECT f.attribute, f.value, f.tag, f.tx AS asserted_tx, {_self_fact(A_AT, 'f.tx')} AS asserted_at
+ENTITY = f"""WITH {TARGET}
+SELECT f.attribute, f.value, f.tag, f.tx AS asserted_tx, {self_fact(A_AT, 'f.tx')} AS asserted_at
   FROM fgraph_now f
  WHERE f.e = (SELECT id FROM chosen)
  ORDER BY f.attribute, f.id"""
 
-HISTORY = f"""WITH {_TARGET},
+HISTORY = f"""WITH {TARGET},
 changes(tx, change, fact) AS (
   SELECT tx, 'asserted', id FROM fgraph_facts WHERE e = (SELECT id FROM chosen)
   UNION ALL
   SELECT rx, 'retracted', id FROM fgraph_facts WHERE e = (SELECT id FROM chosen) AND rx IS NOT NULL
 )
-SELECT c.tx, {_self_fact(A_AT, 'c.tx')} AS at, c.change, v.attribute, v.value, v.tag
+SELECT c.tx, {self_fact(A_AT, 'c.tx')} AS at, c.change, v.attribute, v.value, v.tag,
+       {self_fact(A_BY, 'c.tx')} AS by, {self_fact(A_SOURCE, 'c.tx')} AS source
   FROM changes c JOIN fgraph_view v ON v.id = c.fact
  WHERE :attribute = '' OR v.attribute = :attribute
  ORDER BY c.tx, c.change DESC, c.fact"""
 # Within one transaction the retraction is listed before the assertion that replaced it.
 
-RECEIPT = f"""SELECT ev.tx, {_uuid('t.gid')} AS event, {_self_fact(A_AT, 'ev.tx')} AS at,
-       {_self_fact(A_BY, 'ev.tx')} AS by, {_self_fact(A_SOURCE, 'ev.tx')} AS source,
-       {_self_fact(A_META, 'ev.tx')} AS meta, {_self_fact(A_IMPORTED_AT, 'ev.tx')} AS imported_at,
+RECEIPT = f"""SELECT ev.tx, {uuid_text('t.gid')} AS event, {self_fact(A_AT, 'ev.tx')} AS at,
+       {self_fact(A_BY, 'ev.tx')} AS by, {self_fact(A_SOURCE, 'ev.tx')} AS source,
+       {self_fact(A_META, 'ev.tx')} AS meta, {self_fact(A_IMPORTED_AT, 'ev.tx')} AS imported_at,
        (SELECT count(*) FROM fgraph_facts a WHERE a.tx = ev.tx AND a.e <> ev.tx) AS asserted,
        (SELECT count(*) FROM fgraph_facts r WHERE r.rx = ev.tx) AS retracted,
        ev.operation_id, lower(hex(ev.event_hash)) AS event_hash, ev.event_data
@@ -106,7 +114,7 @@ SELECT f.e, 'retracted', f.attribute, f.value, f.tag
   FROM fgraph_view f WHERE f.rx = CAST(:tx AS INTEGER)
  ORDER BY change DESC, entity, attribute"""
 
-EVENTS = f"""SELECT ev.tx, {_uuid('t.gid')} AS event, {_self_fact(A_AT, 'ev.tx')} AS at,
+EVENTS = f"""SELECT ev.tx, {uuid_text('t.gid')} AS event, {self_fact(A_AT, 'ev.tx')} AS at,
        lower(hex(ev.event_hash)) AS event_hash, ev.operation_id, ev.event_data
   FROM fgraph_events ev JOIN fgraph_ids t ON t.id = ev.tx
  WHERE ev.tx > max({GENESIS_TX}, CAST(:since AS INTEGER))
@@ -118,10 +126,11 @@ ENTITIES = f"""SELECT i.id, i.id AS entity, i.created_tx,
        (SELECT count(*) FROM fgraph_facts f WHERE f.e = i.id AND f.rx IS NULL) AS live_facts
   FROM fgraph_ids i
  WHERE i.id > max({FIRST_APP_ID - 1}, CAST(:after AS INTEGER))
-   AND NOT EXISTS (SELECT 1 FROM fgraph_events ev WHERE ev.tx = i.id)
+   AND NOT EXISTS (SELECT 1 FROM fgraph_events ev WHERE ev.tx = i.id) AND NOT {is_attribute('i.id')}
  ORDER BY i.id
  LIMIT {PAGE_SIZE}"""
-# Transactions are identities too; they have their own pages (receipt, changes), not this list.
+# Transactions and attributes are identities too; they have their own pages (receipt, changes;
+# attributes), not this list.
 
 IDENTITY_LABEL = "SELECT name, lower(hex(gid)) FROM fgraph_ids WHERE id = ?"
 

@@ -1,8 +1,9 @@
 """Recent changes rendered for a prompt (``Db.context``, ``fgraph context``, the MCP ``context``
 tool and ``fgraph://context`` resource): the newest changes first, grouped per transaction with
-who (``by``), from where (``source``) and when, within a limit of items and a character budget.
+who (``by``), from where (``source``), when and the transaction's ``meta``, within a limit of
+items and a character budget.
 
-    ## tx 74 at 2026-01-01T00:00:03.000000Z by mcp:claude from conv:1
+    ## tx 74 at 2026-01-01T00:00:03.000000Z by mcp:claude from conv:1 meta {"ticket":7}
     - asserted ada person/born = 1816
     - retracted ada person/born = 1815
     … 12 older changes left out (transactions 65-73); get them with: fgraph tail --since 64
@@ -134,6 +135,8 @@ def _header(tx: int, receipt: dict) -> str:
         head += f" by {receipt['by']}"
     if "source" in receipt:
         head += f" from {receipt['source']}"
+    if "meta" in receipt:  # as ``fgraph tx`` shows it (issue 31); JSON null is a stored value
+        head += f" meta {dumps(receipt['meta'])}"
     return head
 
 
@@ -194,9 +197,10 @@ def _as_markdown(reader, low, subject, total, budget, limit, rest) -> dict:
 
 def _as_json(reader, low, subject, total, budget, limit, rest) -> dict:
     def group(tx, receipt):
-        return {key: value for key, value in (("tx", tx), ("at", format_instant(receipt["at"])),
+        head = {key: value for key, value in (("tx", tx), ("at", format_instant(receipt["at"])),
                                              ("by", receipt.get("by")), ("source", receipt.get("source")))
                 if value is not None}
+        return dict(head, meta=receipt["meta"]) if "meta" in receipt else head
 
     def entry(op, fact):
         return {"op": op, "e": fact["e"], "a": fact["a"], "v": fact["v"]}

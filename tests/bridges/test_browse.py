@@ -235,6 +235,7 @@ def test_history_is_a_timeline_that_shows_the_retraction(server):
                                                     (str(reports["born"]["tx"]), "asserted", "1816")]
     times = [row["at"][0] for row in rows]
     assert times == sorted(times) and all(t.endswith("Z") and "T" in t for t in times)
+    assert texts(rows, "by", "source")[:2] == [("ada-importer", "notes/ada.md"), ("editor", "")]   # who, where
     assert len(page(server, "history", entity="ada")) == 4   # person/name too when no attribute is given
 
 
@@ -266,10 +267,17 @@ def test_events_page_shows_the_event_uuids_and_pages_on_since(server):
 
 
 @needs_datasette
-def test_entities_page_lists_entities_not_transactions(server):
+def test_entities_page_lists_entities_not_transactions_or_attributes(server):
     labels = [row["entity"][0] for row in page(server, "entities")]
-    assert {"ada", "charles", "grace", "person/name", "person/friend"} <= set(labels)
+    assert {"ada", "charles", "grace"} <= set(labels)
     assert not set(labels) & {str(report["tx"]) for report in server.reports.values()}
+    attributes = {"person/name", "person/born", "person/friend", "person/seen"}   # used, or declared
+    assert not set(labels) & attributes   # issue 31: attributes have their own page
+    listed = {row["attribute"][0]: row for row in page(server, "attributes")}
+    assert attributes <= set(listed) and not {"ada", "charles", "grace"} & set(listed)
+    assert listed["person/friend"]["type"][0] == "ref"
+    assert int(listed["person/name"]["live_facts"][0]) >= 3   # ada, charles, grace (hedy, once committed)
+    assert listed["person/name"]["attribute"][1] == "/fgraph/entity?entity=person%2Fname"
 
 
 # ----------------------------------------------------------------- read-only and live

@@ -334,3 +334,59 @@ def test_outside_batch_mode_every_line_is_parsed_before_the_first_is_written(db)
     with pytest.raises(ValueTypeError, match="line 3"):
         ingest.add(db, ndjson(person("h1"), person("h2")) + "{bad\n")
     assert db.latest_tx() == before
+
+
+class _Report(dict):
+    """A report that can be watched (a plain dict cannot be weakly referenced)."""
+
+
+class _Watched:
+    """A database whose reports are watched: ``most`` is how many were alive at once."""
+
+    def __init__(self, db):
+        self._db, self.alive, self.most = db, 0, 0
+
+    def transact(self, *args, **kwargs):
+        import weakref
+        report = _Report(self._db.transact(*args, **kwargs))
+        self.alive += 1
+        weakref.finalize(report, self._gone)
+        self.most = max(self.most, self.alive)
+        return report
+
+    def _gone(self) -> None:
+        self.alive -= 1
+
+    def latest_tx(self):
+        return self._db.latest_tx()
+
+
+def test_execute_streams_ndjson_keeping_no_report(db, tmp_path):
+    """Issue 31 item 3: the summary path holds one report at a time, however many lines; each is
+    handed to on_report and dropped. The list the library's run() returns is the contrast."""
+    path = tmp_path / "many.ndjson"
+    path.write_text(ndjson(*(person(f"s{i}") for i in range(120))))
+    lines, written, seen = [], [], []
+    with data_source.open_data(f"@{path}", None) as source:
+        job = ingest.prepare(source, on_line=lambda: lines.append(1))
+        watched = _Watched(db)
+        summary = job.execute(watched, on_report=lambda report: seen.append(report["tx"]),
+                              on_written=written.append)
+    assert watched.most <= 2 and len(seen) == 120 and sum(lines) == 120 and sum(written) == 120
+    assert summary == {"applied": 120, "basis_tx": db.latest_tx(), "last_tx": seen[-1], "noop": 0,
+                       "transactions": 120}
+    with data_source.open_data(f"@{path}", None) as source:
+        listed = _Watched(db)
+        reports = ingest.prepare(source).run(listed)
+    assert len(reports) == 120 and listed.most == 120 and {r["status"] for r in reports} == {"noop"}
+
+
+def test_execute_of_one_document_or_batches_is_what_run_returns(db):
+    one = ingest.prepare(json.dumps(person("solo")))
+    assert one.execute(db)["status"] == "applied"
+    written = []
+    summary = ingest.prepare(ndjson(person("b1"), person("b2"), person("b3")), batch_size=2).execute(
+        db, on_written=written.append)
+    assert written == [2, 1] and summary["batches"] == 2 and summary["items"] == 3
+    noop = ingest.prepare(ndjson(person("b1"), person("b2"))).execute(db)
+    assert noop == {"applied": 0, "basis_tx": db.latest_tx(), "last_tx": None, "noop": 2, "transactions": 2}

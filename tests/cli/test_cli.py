@@ -22,6 +22,7 @@ from fgraph.cli import main as cli
 from fgraph.bridges import ingest
 from fgraph.core.canonical import dumps
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+from tests.support.peerlib import published
 from tests.support.paths import DOCS as DOCS_DIR
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
@@ -107,9 +108,10 @@ def test_every_command_prints_its_library_result(tmp_path, deterministic_env):
                lambda db: db.declare("person/emb", type="vector", dims=3, vector_model="m"))
     people = '{"id":"grace","person/name":"Grace"}\n\n{"id":"ada","person/boss":{"ref":"grace"}}\n'
     (tmp_path / "people.ndjson").write_text(people)
-    twin.check(["add", f"@{tmp_path / 'people.ndjson'}"], lambda db: ingest.add(db, people))
+    # NDJSON: the library's list of reports is what --reports prints (the default is a summary, decision A3)
+    twin.check(["add", "--reports", f"@{tmp_path / 'people.ndjson'}"], lambda db: ingest.add(db, people))
     piped = '{"id":"c1","person/name":"C1"}\n{"id":"c2","person/name":"C2"}\n'
-    twin.check(["add", "-"], lambda db: ingest.add(db, piped), input=piped)
+    twin.check(["add", "--reports", "-"], lambda db: ingest.add(db, piped), input=piped)
     more = '{"id":"b1","person/name":"B1"}\n{"id":"b2","person/name":"B2"}\n{"id":"b3","person/name":"B3"}\n'
     for _ in range(2):
         twin.check(["add", "-", "--batch-size", "2", "--operation-id-prefix", "imp"],
@@ -285,7 +287,7 @@ def test_keyboard_interrupt_ends_quietly(tmp_path, monkeypatch):
 def test_broken_pipe_ends_quietly(tmp_path):
     db = tmp_path / "t.fgraph"
     lines = "".join(json.dumps({"id": f"n{i}", "p/s": "x" * 50}) + "\n" for i in range(1500))
-    proc = subprocess.Popen([FGRAPH, "--db", str(db), "add", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([FGRAPH, "--db", str(db), "add", "--reports", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=clean_env())
     proc.stdin.write(lines.encode())
     proc.stdin.close()
@@ -472,7 +474,7 @@ def test_json_output_and_error_names_equal_the_peer(tmp_path):
     mismatches = []
     for args, stdin in steps:
         full = ["--json", *args] if args[0] == "--db" else ["--json", "--db", "t.fgraph", *args]
-        ours = sh(full, tmp_path / "ours", input=stdin)
+        ours = sh(published(full), tmp_path / "ours", input=stdin)
         peer = sh(full, tmp_path / "peer", input=stdin, executable=peer_executable())
         if args[0] == "info" and ours.returncode == 0:
             assert {"latest_tx", "latest_at"} <= set(json.loads(ours.stdout))

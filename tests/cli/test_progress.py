@@ -73,3 +73,15 @@ def test_progress_only_on_a_terminal_and_never_in_the_output(store, args, label)
         assert out == piped_out  # the same bytes whether or not progress was drawn beside them
     else:
         assert out.split(b"\n")[0] == piped_out.split(b"\n")[0]
+
+
+def test_counts_are_shown_in_their_units():
+    from fgraph.cli.progress import measure
+    assert measure({"unit": "bytes", "size": 11_739_311, "items_unit": "events", "items": 1234}, 4_200_000) \
+        == "4.2 MB of 11.7 MB · 1,234 events"
+    assert measure({"unit": "bytes", "size": None, "items_unit": "records", "items": 5}, 22_051) \
+        == "22.1 kB · 5 records"
+    assert measure({"unit": "records", "size": 2000}, 300) == "300/2,000 records"
+    assert measure({"unit": "lines", "size": None}, 12345) == "12,345 lines"
+    assert measure({"unit": "", "size": None, "size_bytes": 163_840}, 0) == "163.8 kB"
+    assert measure({"unit": ""}, 0) == ""

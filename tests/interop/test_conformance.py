@@ -104,7 +104,8 @@ def _adapter(corpus: str, rel: str, kind: str, case: dict[str, Any] | None = Non
     if kind == "lib":
         return _our_library()
     if kind == "cli":
-        return runner.CliAdapter(_our_executable(), label="cli")
+        # the corpus holds the published output; ours prints it for NDJSON with --reports (decision A3)
+        return runner.CliAdapter(_our_executable(), label="cli", add_options=("--reports",))
     if corpus == "project" and rel.split("/", 1)[0] == DIVERGENT:
         pytest.skip("divergent case: records where this runtime knowingly differs from the peer")
     return runner.CliAdapter(os.environ["FGRAPH_PEER"], label="peer")

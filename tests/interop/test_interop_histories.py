@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from tests.conftest import peer_executable
 from tests.support.corerows import core_rows
 from tests.support.histories import histories
+from tests.support.peerlib import published
 from tests.support.runtimes import Runtime, our_executable
 
 pytestmark = [
@@ -89,7 +90,7 @@ def replay(runtimes, base: Path, history) -> dict:
     log = []
     for index, step in enumerate(history):
         args, stdin = step_args(step, latest, index)
-        mine = ours.run(files["ours"], *args, stdin=stdin)
+        mine = ours.run(files["ours"], *published(args), stdin=stdin)
         peers = theirs.run(files["peer"], *args, stdin=stdin)
         log.append((args[1:], peers.error_name or "ok"))
         context = f"step {index} {args} stdin={stdin!r}\nhistory so far: {log}"

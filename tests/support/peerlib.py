@@ -98,3 +98,12 @@ def peer_replay(path: Path, transactions: list, our_outcomes: list) -> None:
             raise AssertionError(f"the peer crashed on {json.dumps(data)[:300]}: {outcome.stderr[-2000:]!r}")
         theirs.append(outcome.error_name or None)
     assert theirs == list(our_outcomes), json.dumps(list(zip(our_outcomes, theirs, transactions)), default=str)[:3000]
+
+
+def published(args: list[str]) -> list[str]:
+    """Our arguments for the published output of ``args``: an ``add`` without ``--batch-size``
+    gets ``--reports`` (every NDJSON record's report, not our summary: decision A3 in docs/cli.md)."""
+    if "add" not in args or any(str(a).startswith("--batch-size") for a in args):
+        return list(args)
+    at = args.index("add")
+    return [*args[:at + 1], "--reports", *args[at + 1:]]
