@@ -82,12 +82,14 @@ RECENT = f"""SELECT ev.tx, {self_fact(A_AT, 'ev.tx')} AS at, {self_fact(A_BY, 'e
        (SELECT count(*) FROM fgraph_facts a WHERE a.tx = ev.tx AND a.e <> ev.tx) AS asserted,
        (SELECT count(*) FROM fgraph_facts r WHERE r.rx = ev.tx) AS retracted,
        (SELECT group_concat(e) FROM (
-          SELECT DISTINCT c.e FROM (SELECT a.e FROM fgraph_facts a WHERE a.tx = ev.tx AND a.e <> ev.tx
-                                    UNION ALL SELECT r.e FROM fgraph_facts r WHERE r.rx = ev.tx) c
+          SELECT c.e FROM (SELECT a.e, a.id FROM fgraph_facts a WHERE a.tx = ev.tx AND a.e <> ev.tx
+                           UNION ALL SELECT r.e, r.id FROM fgraph_facts r WHERE r.rx = ev.tx) c
+           GROUP BY c.e ORDER BY {is_attribute('c.e')}, min(c.id)
            LIMIT {RECENT_NAMED + 1})) AS entities
   FROM fgraph_events ev
  WHERE ev.tx > {GENESIS_TX}
  ORDER BY ev.tx DESC
  LIMIT {RECENT_SIZE}"""
-# ``entities``: the ids of up to RECENT_NAMED + 1 entities it changed, comma-separated; one more
+# ``entities``: the ids of up to RECENT_NAMED + 1 entities it changed, comma-separated, the
+# attributes it declared or used after the others (a person looks for the records); one more
 # than are named tells the page there are others ("and more"), without counting them all.

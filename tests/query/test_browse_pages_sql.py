@@ -89,3 +89,16 @@ def test_recent_changes_are_newest_first_naming_a_few_entities(store):
     hedy = conn.execute("SELECT id FROM fgraph_ids WHERE name = 'hedy'").fetchone()[0]
     assert recent[0]["entities"] == str(hedy)
     assert len(recent) <= pages_sql.RECENT_SIZE and all(r["tx"] > 64 for r in recent)   # never genesis
+
+
+def test_recent_changes_name_the_records_before_the_attributes_they_declared(tmp_path):
+    path = tmp_path / "declared.fgraph"
+    with fgraph.connect(str(path)) as db:   # as an import writes: the schema and the record in one transaction
+        tx = db.transact([{"id": "note/text", "fgraph/type": "text"}, {"id": "n1", "note/text": "hi"}])["tx"]
+    conn = browse_sql.connect_read_only(str(path))
+    try:
+        ids = dict(conn.execute("SELECT name, id FROM fgraph_ids WHERE name IN ('n1', 'note/text')").fetchall())
+        (row,) = [r for r in rows(conn, pages_sql.RECENT) if r["tx"] == tx]
+    finally:
+        conn.close()
+    assert row["entities"] == f"{ids['n1']},{ids['note/text']}"   # note/text was written first
