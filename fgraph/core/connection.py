@@ -13,7 +13,7 @@ import time
 
 import apsw
 
-from fgraph.core import layout
+from fgraph.core import layout, replica
 from fgraph.core.errors import FormatError, NotFound, ReadOnly
 from fgraph.core.files import refuse_sidecar_name
 from fgraph.core.limits import MEMORY
@@ -174,12 +174,35 @@ def open_immutable_copy(path: str) -> apsw.Connection:
     return conn
 
 
+def open_replica(path: str, read_only: bool) -> apsw.Connection:
+    """A ``litestream:URL`` read replica (fgraph.core.replica): read-only, classified like a file; no WAL,
+    sidecar or genesis step applies, since the extension serves the pages and refuses writes."""
+    if not read_only:
+        raise replica.refuse_write(path)
+    conn = replica.connect_raw(path)
+    try:
+        set_busy_timeout(conn)
+        distrust_schema(conn)
+        set_query_only(conn, True)
+        conn.execute("PRAGMA temp_store = MEMORY")  # sorts and temp tables stay off the replica's VFS
+        if layout.classify(conn, path) == layout.EMPTY:
+            raise FormatError(f"{path!r} is a replica of a database that is not initialized",
+                              "run `fgraph init` on the primary before `litestream replicate` first sees it")
+        return conn
+    except BaseException:
+        conn.close()
+        raise
+
+
 def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -> apsw.Connection:
     """Open, classify and configure a connection; initialise a new writable file.
 
     ``genesis_clock`` is the clock used when the file needs genesis.
     """
     path = check_path(path)
+    if replica.is_replica(path):
+        return open_replica(path, read_only)
+    replica.refuse_local_open(path)
     if read_only and path == MEMORY:
         raise ReadOnly("a :memory: database cannot be opened read-only",
                        "open it writable, or use a file path")

@@ -28,6 +28,9 @@ class Setting:
 DB, QUERY_BUDGET, BY = "FGRAPH_DB", "FGRAPH_QUERY_BUDGET", "FGRAPH_BY"
 CLOCK, EVENT_SEED = "FGRAPH_CLOCK", "FGRAPH_EVENT_SEED"
 EMBED_TIMEOUT, DEBUG, COMPLETE = "FGRAPH_EMBED_TIMEOUT", "FGRAPH_DEBUG", "_FGRAPH_COMPLETE"
+NATS_CREDS, NATS_USER, NATS_PASSWORD = "FGRAPH_NATS_CREDS", "FGRAPH_NATS_USER", "FGRAPH_NATS_PASSWORD"
+NATS_TOKEN, NATS_CA = "FGRAPH_NATS_TOKEN", "FGRAPH_NATS_CA"
+LITESTREAM_VFS, REPLICA_TIMEOUT = "FGRAPH_LITESTREAM_VFS", "FGRAPH_REPLICA_TIMEOUT"
 
 #: the CLI's database when neither --db nor FGRAPH_DB names one; a lone legacy file is still used
 DEFAULT_DB_PATH, LEGACY_DB_PATH = "facts.fgraph", "fgraph.db"
@@ -45,6 +48,15 @@ SETTINGS = (
                                                          "positive number is a `TypeError`"),
     Setting(DEBUG, "unset", "`1` lets an internal error's traceback through instead of the one-line report"),
     Setting(COMPLETE, "unset", "click's shell-completion protocol, set by the script `--show-completion` prints"),
+    Setting(NATS_CREDS, "unset", "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL"),
+    Setting(NATS_USER, "unset", "NATS user name for `fgraph sync`; the password is `FGRAPH_NATS_PASSWORD`"),
+    Setting(NATS_PASSWORD, "unset", "NATS password of `FGRAPH_NATS_USER`"),
+    Setting(NATS_TOKEN, "unset", "NATS authentication token for `fgraph sync`"),
+    Setting(NATS_CA, "the system's CAs", "CA bundle (PEM) that a `tls://` NATS server's certificate must chain to"),
+    Setting(LITESTREAM_VFS, "the `litestream-vfs` package's", "the litestream-vfs SQLite extension that opens a "
+            "`litestream:URL` read replica (docs/replication.md)"),
+    Setting(REPLICA_TIMEOUT, "30", "seconds a `litestream:URL` replica may take to open (it waits for a first "
+                                   "snapshot); not a positive number is a `TypeError`"),
 )
 NAMES = frozenset(s.name for s in SETTINGS)
 
@@ -73,3 +85,9 @@ def embed_timeout() -> float:
         raise ValueTypeError(f"{EMBED_TIMEOUT}={raw!r} is not a positive number of seconds",
                              f"set it to seconds such as 30, or unset it for {EMBED_TIMEOUT_SECONDS:g}")
     return value
+
+
+def nats_auth(environ: Mapping[str, str] | None = None) -> dict:
+    """How ``fgraph sync`` authenticates to NATS: only from the environment, never the command line."""
+    names = {"creds": NATS_CREDS, "user": NATS_USER, "password": NATS_PASSWORD, "token": NATS_TOKEN, "ca": NATS_CA}
+    return {key: value for key, name in names.items() if (value := read(name, environ))}

@@ -22,7 +22,7 @@ import time
 import apsw
 
 from fgraph.core.files import fsync_directory, fsync_file, refuse_sidecar_name
-from fgraph.core import connection, layout
+from fgraph.core import connection, layout, replica
 from fgraph.ops import doctor
 from fgraph.ops.digest_worker import DigestWorker, integrity_source
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
@@ -101,6 +101,7 @@ class _Scratch:
 
 def copy_pages(source: apsw.Connection, target: str) -> None:
     """Every page of ``source`` into the existing empty file ``target``: one backup step, bounded retries."""
+    replica.refuse_local_open(target)  # a process that read a litestream: replica cannot open the copy
     dest = apsw.Connection(target, flags=apsw.SQLITE_OPEN_READWRITE)
     try:
         dest.execute("PRAGMA journal_mode = OFF")  # the file is scratch until verified: no -journal

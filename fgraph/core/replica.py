@@ -1,0 +1,167 @@
+"""Read replicas in object storage: ``litestream:URL`` opens a Litestream 0.5 replica read-only
+through the ``litestream-vfs`` SQLite extension, without restoring it (docs/replication.md,
+§Read replicas).
+
+``URL`` is a Litestream replica URL (``s3://bucket/path?endpoint=…``, ``file:///dir``, …),
+handed to the extension as its ``replica_url`` URI parameter; credentials and other knobs of
+the storage come from the extension's own environment variables (``LITESTREAM_ACCESS_KEY_ID``,
+``AWS_*``, …). The extension is optional (``pip install 'fgraph[litestream]'``) and is loaded
+the first time a replica is opened. The extension is a Go library: it reads the process
+environment once, when it is loaded.
+
+While a replica has no snapshot yet, or its storage cannot be reached, the extension waits
+inside ``open`` without a bound; the open therefore runs in a helper thread and is given up
+after ``FGRAPH_REPLICA_TIMEOUT`` seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import apsw
+
+from fgraph.core import layout, settings
+from fgraph.core.errors import FormatError, NotFound, ReadOnly, Unsupported, ValueTypeError
+
+PREFIX = "litestream:"
+VFS_NAME = "litestream"
+ENTRY_POINT = "sqlite3_litestreamvfs_init"
+DEFAULT_TIMEOUT_S = 30.0
+_SCHEMES = ("s3", "gs", "abs", "file", "sftp", "webdav", "oss", "nats")
+
+_loaded = threading.Lock()
+_extension: str | None = None
+
+
+def is_replica(path: object) -> bool:
+    """Whether a database name is a ``litestream:`` replica URL."""
+    return isinstance(path, str) and path.startswith(PREFIX)
+
+
+def replica_url(path: str) -> str:
+    """The Litestream replica URL of ``litestream:URL``; a name without a usable URL is refused."""
+    url = path[len(PREFIX):]
+    scheme, sep, rest = url.partition("://")
+    if not sep or not rest or scheme not in _SCHEMES:
+        raise FormatError(f"{path!r} is not a Litestream replica URL",
+                          f"write litestream:SCHEME://…, SCHEME one of {', '.join(_SCHEMES)}, "
+                          "e.g. litestream:s3://bucket/team.fgraph?endpoint=http://host:9000")
+    return url
+
+
+def refuse_write(path: str) -> ReadOnly:
+    return ReadOnly(f"{path!r} is a Litestream read replica",
+                    "open it read-only (read_only=True, or a read command such as get, q, search, context, "
+                    "mcp) and write to the primary database file")
+
+
+def timeout() -> float:
+    """Seconds to wait for a replica to open: FGRAPH_REPLICA_TIMEOUT, else 30; nonsense is refused."""
+    raw = settings.read(settings.REPLICA_TIMEOUT)
+    if raw is None or raw == "":
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueTypeError(f"{settings.REPLICA_TIMEOUT}={raw!r} is not a positive number of seconds",
+                             f"set it to seconds such as 60, or unset it for {DEFAULT_TIMEOUT_S:g}")
+    return value
+
+
+def extension_path() -> str:
+    """FGRAPH_LITESTREAM_VFS, else the library the ``litestream-vfs`` package ships."""
+    configured = settings.read(settings.LITESTREAM_VFS)
+    if configured:
+        return configured
+    try:
+        import litestream_vfs
+        return litestream_vfs.loadable_path()
+    except (ImportError, OSError) as exc:
+        raise Unsupported(f"reading a Litestream replica needs the litestream-vfs extension ({exc})",
+                          "pip install 'fgraph[litestream]', or set FGRAPH_LITESTREAM_VFS to the "
+                          "litestream-vfs library") from None
+
+
+def load_extension() -> None:
+    """Register the ``litestream`` VFS in this process, once."""
+    global _extension
+    with _loaded:
+        if _extension is not None:
+            return
+        path = extension_path()
+        layout.expected_objects()  # its scratch :memory: database could not be opened afterwards (see loaded())
+        loader = apsw.Connection(":memory:")
+        try:
+            loader.enable_load_extension(True)
+            loader.load_extension(path, ENTRY_POINT)
+        except apsw.Error as exc:
+            raise Unsupported(f"the litestream-vfs extension {path!r} could not be loaded: {exc}",
+                              "install a litestream-vfs build for this platform (pip install "
+                              "'fgraph[litestream]')") from None
+        finally:
+            loader.close()
+        if VFS_NAME not in apsw.vfs_names():  # pragma: no cover - a foreign library
+            raise Unsupported(f"{path!r} did not register the {VFS_NAME!r} VFS", "point FGRAPH_LITESTREAM_VFS "
+                              "at the litestream-vfs library")
+        _extension = path
+
+
+def loaded() -> bool:
+    """Whether this process has loaded the extension. litestream-vfs 0.5.17 then breaks every other open:
+    its auto-extension (run on each new connection) is declared ``void`` in C, so for a connection not on
+    its VFS SQLite reads a garbage return code and fails the open (APSW shows ``SystemError: ... returned
+    NULL``). ``refuse_local_open`` turns that into a typed error."""
+    return _extension is not None
+
+
+def refuse_local_open(path: str) -> None:
+    if _extension is not None:
+        raise Unsupported(f"cannot open {path!r} in a process that has opened a Litestream replica "
+                          "(litestream-vfs 0.5.17 then makes every other SQLite open fail)",
+                          "open local databases in another process than replicas; to copy a replica, "
+                          "`litestream restore` it")
+
+
+def uri(path: str) -> str:
+    """The SQLite URI of a replica: the ``litestream`` VFS, read-only, with the replica URL."""
+    import urllib.parse  # only replica opens need it; at the top it costs every start 3 ms
+    return (f"file:replica.fgraph?vfs={VFS_NAME}&mode=ro&replica_url="
+            f"{urllib.parse.quote(replica_url(path), safe='')}")
+
+
+def connect_raw(path: str) -> apsw.Connection:
+    """A read-only connection to the replica, or a typed error; bounded by ``timeout()``."""
+    target = uri(path)
+    limit = timeout()
+    load_extension()
+    outcome: dict = {}
+
+    def open_it() -> None:
+        try:
+            conn = apsw.Connection(target, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, vfs=VFS_NAME)
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+            outcome["conn"] = conn
+        except apsw.Error as exc:
+            outcome["error"] = exc
+
+    opener = threading.Thread(target=open_it, name="fgraph-replica-open", daemon=True)
+    opener.start()
+    opener.join(limit)
+    if opener.is_alive():
+        raise NotFound(f"the Litestream replica {path!r} did not open within {limit:g} s (no snapshot there yet, "
+                       "or its storage does not answer)",
+                       f"check the URL and that `litestream replicate` has written to it; "
+                       f"{settings.REPLICA_TIMEOUT} sets the wait, LITESTREAM_LOG_LEVEL=DEBUG shows the VFS at work")
+    if "error" in outcome:
+        raise NotFound(f"cannot open the Litestream replica {path!r}: {outcome['error']}",
+                       "check the URL, the storage credentials (LITESTREAM_ACCESS_KEY_ID, AWS_*) and that a replica "
+                       "exists there; LITESTREAM_LOG_LEVEL=DEBUG shows why the VFS failed") from None
+    return outcome["conn"]
+
+
+def position(conn: apsw.Connection) -> dict:
+    """Where the replica stands: Litestream's transaction id, its view time, and seconds since its last poll."""
+    txid, lag, at = conn.execute("SELECT litestream_txid(), litestream_lag(), litestream_time()").fetchall()[0]
+    return {"litestream_txid": txid, "poll_lag_s": lag, "time": at}
