@@ -21,7 +21,7 @@ import threading
 import apsw
 
 from fgraph.core import layout, settings
-from fgraph.core.errors import FormatError, NotFound, ReadOnly, Unsupported, ValueTypeError
+from fgraph.core.errors import FormatError, NotFound, ReadOnly, Unsupported
 
 PREFIX = "litestream:"
 VFS_NAME = "litestream"
@@ -57,17 +57,7 @@ def refuse_write(path: str) -> ReadOnly:
 
 def timeout() -> float:
     """Seconds to wait for a replica to open: FGRAPH_REPLICA_TIMEOUT, else 30; nonsense is refused."""
-    raw = settings.read(settings.REPLICA_TIMEOUT)
-    if raw is None or raw == "":
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise ValueTypeError(f"{settings.REPLICA_TIMEOUT}={raw!r} is not a positive number of seconds",
-                             f"set it to seconds such as 60, or unset it for {DEFAULT_TIMEOUT_S:g}")
-    return value
+    return settings.seconds(settings.REPLICA_TIMEOUT, DEFAULT_TIMEOUT_S, example=60)
 
 
 def extension_path() -> str:

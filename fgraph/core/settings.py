@@ -74,16 +74,21 @@ def debug() -> bool:
 
 def embed_timeout() -> float:
     """Seconds per embedder call: FGRAPH_EMBED_TIMEOUT, else the default; nonsense is refused."""
-    raw = read(EMBED_TIMEOUT)
+    return seconds(EMBED_TIMEOUT, EMBED_TIMEOUT_SECONDS, example=30)
+
+
+def seconds(name: str, default: float, *, example: float) -> float:
+    """A setting that is a positive, finite number of seconds; unset or empty is ``default``."""
+    raw = read(name)
     if raw is None or raw == "":
-        return EMBED_TIMEOUT_SECONDS
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
     if not 0 < value < float("inf"):
-        raise ValueTypeError(f"{EMBED_TIMEOUT}={raw!r} is not a positive number of seconds",
-                             f"set it to seconds such as 30, or unset it for {EMBED_TIMEOUT_SECONDS:g}")
+        raise ValueTypeError(f"{name}={raw!r} is not a positive number of seconds",
+                             f"set it to seconds such as {example:g}, or unset it for {default:g}")
     return value
 
 

@@ -21,20 +21,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import statistics
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
 import fgraph
 
 from tests.support.paths import REPO
+from tests.support.replicas import WRITER, LagSample, basis_and_remove, commit_probe, describe, run_fgraph, stop
 
 # Litestream 0.3 is no longer fetched (the `test` extra installs 0.5 for test_litestream_s3.py); a 0.3
 # binary runs this test: LITESTREAM_03=/path/to/litestream, or one left at tools/bin/litestream by the
@@ -54,29 +52,6 @@ LAG_SAMPLES_IDLE = 4
 # Litestream notices a commit within monitor-interval (1 s) and ships it within
 # sync-interval (1 s); past this bound replication has stalled.
 LAG_LIMIT_S = 60.0 if HEAVY else 10.0
-
-# One writer: commits distinct entities until told to stop, reconnecting every `reconnect`
-# commits so that fresh opens of the file Litestream is replicating are exercised too.
-WRITER = r"""
-import os, sys, time
-import fgraph
-path, name, stop_file = sys.argv[1], sys.argv[2], sys.argv[6]
-most, pause, reconnect = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-committed = 0
-db = None
-while committed < most and not os.path.exists(stop_file):
-    if db is None:
-        db = fgraph.connect(path)
-    db.transact({"id": f"{name}-{committed}", "person/name": f"{name} #{committed}", "person/born": committed})
-    committed += 1
-    if committed % reconnect == 0:
-        db.close()
-        db = None
-    time.sleep(pause)
-if db is not None:
-    db.close()
-print(committed)
-"""
 
 
 def recipe_config() -> str:
@@ -98,10 +73,6 @@ def obtain_litestream() -> Path:
     return LITESTREAM
 
 
-def run_fgraph(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(FGRAPH), *args], capture_output=True, text=True, timeout=60)
-
-
 def restore(litestream: Path, config: Path, source: Path, output: Path, env: dict) -> None:
     """The recipe's restore, and removal of the scratch sidecars Litestream 0.3.13 leaves behind."""
     proc = subprocess.run([str(litestream), "restore", "-config", str(config), "-o", str(output), str(source)],
@@ -114,33 +85,12 @@ def restore(litestream: Path, config: Path, source: Path, output: Path, env: dic
 def restored_basis(litestream: Path, config: Path, source: Path, scratch: Path, env: dict) -> int:
     """The last transaction a fresh restore of the replica holds (the scratch copy is removed)."""
     restore(litestream, config, source, scratch, env)
-    try:
-        db = fgraph.connect(str(scratch), read_only=True)
-        try:
-            return db.latest_tx()
-        finally:
-            db.close()
-    finally:
-        for path in (scratch, Path(f"{scratch}-wal"), Path(f"{scratch}-shm")):
-            path.unlink(missing_ok=True)
-
-
-def commit_probe(source: Path, number: int) -> int:
-    db = fgraph.connect(str(source))
-    try:
-        return db.transact({"id": f"probe-{number}", "person/name": f"probe {number}"})["tx"]
-    finally:
-        db.close()
-
-
-class LagSample(NamedTuple):
-    lag_s: float      # from the probe commit returning to the end of the first restore holding it
-    restore_s: float  # how long that restore took: the resolution of lag_s
+    return basis_and_remove(scratch)
 
 
 def lag_sample(litestream: Path, config: Path, source: Path, scratch: Path, env: dict, number: int) -> LagSample:
     """Commit a probe transaction, then restore the replica every 20 ms until a restore holds it."""
-    tx = commit_probe(source, number)
+    tx = commit_probe(source, f"probe-{number}")
     committed_at = time.monotonic()
     while True:
         started = time.monotonic()
@@ -157,23 +107,6 @@ def wait_for_first_snapshot(replica: Path, replicator: subprocess.Popen, log: Pa
         assert replicator.poll() is None, f"litestream replicate exited: {log.read_text()}"
         assert time.monotonic() < deadline, f"no snapshot in the replica after 15 s: {log.read_text()}"
         time.sleep(0.05)
-
-
-def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if process.poll() is None:
-        process.send_signal(sig)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def describe(samples: list[LagSample]) -> str:
-    lags = [sample.lag_s for sample in samples]
-    return (f"median {statistics.median(lags):.2f} s, max {max(lags):.2f} s "
-            f"({', '.join(f'{sample.lag_s:.2f}' for sample in samples)}; "
-            f"restores took up to {max(sample.restore_s for sample in samples):.2f} s)")
 
 
 # The commands the test runs, as docs/replication.md spells them (the test adds absolute paths).

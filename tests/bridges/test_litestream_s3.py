@@ -27,10 +27,8 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import ssl
-import statistics
 import subprocess
 import sys
 import textwrap
@@ -47,6 +45,7 @@ import pytest
 import fgraph
 
 from tests.support.paths import REPO
+from tests.support.replicas import WRITER, LagSample, basis_and_remove, commit_probe, describe, run_fgraph, stop
 
 BIN = Path(sys.executable).parent
 LITESTREAM, WEED, FGRAPH = BIN / "litestream", BIN / "weed", BIN / "fgraph"
@@ -63,28 +62,6 @@ LAG_LIMIT_S = 15.0
 
 BUCKET = "fgraph-test"
 ACCESS_KEY, SECRET_KEY, REGION = "fgraphtest", "fgraph-test-secret", "us-east-1"
-
-# One writer: commits distinct entities until told to stop, reconnecting every `reconnect` commits.
-WRITER = r"""
-import os, sys, time
-import fgraph
-path, name, stop_file = sys.argv[1], sys.argv[2], sys.argv[6]
-most, pause, reconnect = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-committed = 0
-db = None
-while committed < most and not os.path.exists(stop_file):
-    if db is None:
-        db = fgraph.connect(path)
-    db.transact({"id": f"{name}-{committed}", "person/name": f"{name} #{committed}", "person/born": committed})
-    committed += 1
-    if committed % reconnect == 0:
-        db.close()
-        db = None
-    time.sleep(pause)
-if db is not None:
-    db.close()
-print(committed)
-"""
 
 
 def section() -> str:
@@ -158,16 +135,6 @@ def s3_request(method: str, endpoint: str, path: str) -> int:
         return exc.code
 
 
-def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if process.poll() is None:
-        process.send_signal(sig)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @contextlib.contextmanager
 def seaweed(tmp_path: Path, tls: tuple[Path, Path] | None = None):
     """`weed mini` on 127.0.0.1 with S3 credentials and the bucket created; yields the http endpoint
@@ -216,10 +183,6 @@ def seaweed_s3(tmp_path):
         yield endpoint
 
 
-def run_fgraph(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(FGRAPH), *args], capture_output=True, text=True, timeout=60)
-
-
 class Replica(NamedTuple):
     litestream: Path
     config: Path
@@ -238,28 +201,7 @@ class Replica(NamedTuple):
     def restored_basis(self, scratch: Path, *extra: str) -> int:
         """The last transaction a fresh restore holds (the scratch copy is removed)."""
         self.restore(scratch, *extra)
-        try:
-            db = fgraph.connect(str(scratch), read_only=True)
-            try:
-                return db.latest_tx()
-            finally:
-                db.close()
-        finally:
-            for path in (scratch, Path(f"{scratch}-wal"), Path(f"{scratch}-shm")):
-                path.unlink(missing_ok=True)
-
-
-def commit_probe(source: Path, name: str) -> int:
-    db = fgraph.connect(str(source))
-    try:
-        return db.transact({"id": name, "person/name": name})["tx"]
-    finally:
-        db.close()
-
-
-class LagSample(NamedTuple):
-    lag_s: float      # from the probe commit returning to the end of the first restore holding it
-    restore_s: float  # how long that restore took: the resolution of lag_s
+        return basis_and_remove(scratch)
 
 
 def wait_replicated(replica: Replica, tx: int, scratch: Path, since: float) -> LagSample:
@@ -275,13 +217,6 @@ def wait_replicated(replica: Replica, tx: int, scratch: Path, since: float) -> L
 def lag_sample(replica: Replica, scratch: Path, number: int) -> LagSample:
     tx = commit_probe(replica.source, f"probe-{number}")
     return wait_replicated(replica, tx, scratch, time.monotonic())
-
-
-def describe(samples: list[LagSample]) -> str:
-    lags = [sample.lag_s for sample in samples]
-    return (f"median {statistics.median(lags):.2f} s, max {max(lags):.2f} s "
-            f"({', '.join(f'{sample.lag_s:.2f}' for sample in samples)}; "
-            f"restores took up to {max(sample.restore_s for sample in samples):.2f} s)")
 
 
 def check_restored(restored: Path, source: Path, expected_basis: int) -> str:

@@ -91,6 +91,20 @@ def cli(*args, cwd, check=True, extra_env=None) -> subprocess.CompletedProcess:
     return proc
 
 
+def stop_following(procs: list[subprocess.Popen]) -> list[tuple[bytes, bytes]]:
+    """SIGTERM each ``--follow`` run still going and collect what they printed (checked by the
+    caller after ``finally``, so a failure inside the test is the one reported)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    return [proc.communicate(timeout=60) for proc in procs]
+
+
+def assert_ended_cleanly(procs: list[subprocess.Popen], outs: list[tuple[bytes, bytes]]) -> None:
+    for proc, (_out, err) in zip(procs, outs):
+        assert proc.returncode == 0, err.decode()
+
+
 def publish(tmp: Path, url: str, *extra, names=SOURCES, **kw) -> dict:
     args = ["--json", "sync", *[a for n in names for a in ("--from", f"{n}.db")], "--to", url, *extra]
     return json.loads(cli(*args, cwd=tmp, **kw).stdout)
@@ -170,12 +184,8 @@ def test_a_broker_restart_mid_run_loses_and_doubles_nothing(tmp_path, server):
         server.start()
         wait_for(lambda: count(tmp_path / "central.db") >= 540, 90, "every event to arrive after the restart")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        outs = [proc.communicate(timeout=60) for proc in procs]
-    for proc, (_out, err) in zip(procs, outs):
-        assert proc.returncode == 0, err.decode()
+        outs = stop_following(procs)
+    assert_ended_cleanly(procs, outs)
     published = json.loads(outs[0][0])
     assert published["events"] == 390 and published["published"] + published["duplicates"] == 390
     assert_fan_in(tmp_path)
@@ -383,12 +393,8 @@ def test_an_r3_stream_on_a_3_node_cluster_survives_a_node_killed_mid_run(tmp_pat
             write_sources(tmp_path, 30, first=150)        # so both must work through the surviving nodes
             wait_for(lambda: count(tmp_path / "central.db") >= 540, 120, "every event after the node died")
         finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-            outs = [proc.communicate(timeout=60) for proc in procs]
-        for proc, (_out, err) in zip(procs, outs):
-            assert proc.returncode == 0, err.decode()
+            outs = stop_following(procs)
+        assert_ended_cleanly(procs, outs)
         assert_fan_in(tmp_path)
         assert consume(tmp_path, f"{nodes[2].url}/R3", "other.db")["applied"] == 540
     finally:
