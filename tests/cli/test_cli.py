@@ -494,3 +494,22 @@ def test_default_output_equals_the_peer(tmp_path):
         ours = sh(["--db", "t.fgraph", *args], tmp_path / "ours")
         peer = sh(["--db", "t.fgraph", *args], tmp_path / "peer", executable=peer_executable())
         assert (ours.returncode, ours.stdout) == (peer.returncode, peer.stdout), args
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(not peer_executable(), reason="FGRAPH_PEER is not set")
+@pytest.mark.parametrize("mode", [[], ["--json"]])
+def test_add_reports_of_many_lines_are_the_peers_bytes(tmp_path, mode):
+    """Decision A3: our default for NDJSON is a summary; ``--reports`` prints exactly what the
+    published runtime prints by default, pretty and canonical alike."""
+    lines = ('{"id":"ada","p/s":"Ådä ✓ 𝄞"}\n\n{"id":"bob","p/f":{"ref":"ada"},"p/e":""}\n'
+             '{"id":"ada","p/j":{"json":{}}}\n').encode()
+    outs = {}
+    for label, executable, extra in (("ours", FGRAPH, ["--reports"]), ("peer", peer_executable(), [])):
+        (tmp_path / label).mkdir()
+        outs[label] = sh(["--db", "t.fgraph", *mode, "add", *extra, "-"], tmp_path / label, input=lines,
+                         executable=executable)
+    assert (outs["ours"].returncode, outs["ours"].stdout) == (outs["peer"].returncode, outs["peer"].stdout)
+    assert outs["ours"].returncode == 0 and outs["ours"].stdout.count(b'"tx"') >= 3
+    summary = json.loads(sh(["--db", "s.fgraph", "--json", "add", "-"], tmp_path / "ours", input=lines).stdout)
+    assert summary["transactions"] == 3 and summary["last_tx"] == json.loads(outs["ours"].stdout)[-1]["tx"]
