@@ -32,7 +32,7 @@ import pytest
 import fgraph
 
 from tests.support.paths import REPO
-from tests.support.replicas import WRITER, LagSample, basis_and_remove, commit_probe, describe, run_fgraph, stop
+from tests.support.replicas import WRITER, LagSample, basis_and_remove, commit_probe, describe, run_fgraph, stop, stop_all
 
 # Litestream 0.3 is no longer fetched (the `test` extra installs 0.5 for test_litestream_s3.py); a 0.3
 # binary runs this test: LITESTREAM_03=/path/to/litestream, or one left at tools/bin/litestream by the
@@ -180,12 +180,7 @@ def test_litestream_replica_restores_to_the_source_digest(tmp_path):
             stop(replicator)
             assert replicator.returncode == 0, log.read_text()
         finally:
-            stop_file.touch()
-            for process in reversed(processes):
-                stop(process)
-                for stream in (process.stdout, process.stderr):
-                    if stream is not None:
-                        stream.close()
+            stop_all(processes, stop_file)
 
     restored = tmp_path / "restored.fgraph"
     restore(litestream, config, source, restored, env)

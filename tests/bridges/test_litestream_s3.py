@@ -45,7 +45,7 @@ import pytest
 import fgraph
 
 from tests.support.paths import REPO
-from tests.support.replicas import WRITER, LagSample, basis_and_remove, commit_probe, describe, run_fgraph, stop
+from tests.support.replicas import WRITER, LagSample, basis_and_remove, commit_probe, describe, run_fgraph, stop, stop_all
 
 BIN = Path(sys.executable).parent
 LITESTREAM, WEED, FGRAPH = BIN / "litestream", BIN / "weed", BIN / "fgraph"
@@ -293,12 +293,7 @@ def replicate_and_restore(tmp_path: Path, kind: str, env: dict, url: str) -> Non
             stop(replicator)
             assert replicator.returncode == 0, log.read_text()
         finally:
-            stop_file.touch()
-            for process in reversed(processes):
-                stop(process)
-                for stream in (process.stdout, process.stderr):
-                    if stream is not None:
-                        stream.close()
+            stop_all(processes, stop_file)
 
     by_config, by_url = tmp_path / "by-config.fgraph", tmp_path / "by-url.fgraph"
     replica.restore(by_config)

@@ -58,6 +58,16 @@ def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
             process.wait()
 
 
+def stop_all(processes: list[subprocess.Popen], stop_file: Path) -> None:
+    """Tell the writers to stop (``stop_file``), then stop every process, newest first, and close its pipes."""
+    stop_file.touch()
+    for process in reversed(processes):
+        stop(process)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
 def describe(samples: list[LagSample]) -> str:
     lags = [sample.lag_s for sample in samples]
     return (f"median {statistics.median(lags):.2f} s, max {max(lags):.2f} s "
