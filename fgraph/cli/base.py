@@ -210,10 +210,8 @@ def _loose_ref(view, text: str):
 def _stdout_is_terminal() -> bool:
     """Whether a person reads the output: readable extras go there, never into a pipe or a file
     (which keep the published bytes)."""
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
+    from fgraph.cli.progress import is_terminal
+    return is_terminal(sys.stdout)
 
 
 def _json_argument(text: str, what: str):

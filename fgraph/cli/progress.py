@@ -113,7 +113,7 @@ def progress(label: str, *, total: int | None = None, unit: str = "items", items
     second counter (``bar.count()``). Leave the block before printing the result: the display is
     erased when it ends."""
     stream = sys.stderr if stream is None else stream
-    if not enabled or not _is_terminal(stream):
+    if not enabled or not is_terminal(stream):
         yield _Silent()
         return
     from rich.console import Console
@@ -126,7 +126,8 @@ def progress(label: str, *, total: int | None = None, unit: str = "items", items
         yield _Bar(bars, task, label)
 
 
-def _is_terminal(stream) -> bool:
+def is_terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal a person reads (the one test behind every display)."""
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
@@ -175,7 +176,7 @@ def reading(handle, label: str, *, items: str = "lines", then: str | None = None
     """``handle`` wrapped so that reading it draws a bar in bytes (sized by the file when it has
     one) and a count of its lines as ``items``; at its end the phase ``then`` is shown."""
     stream = sys.stderr if stream is None else stream
-    if not _is_terminal(stream):
+    if not is_terminal(stream):
         yield handle
         return
     try:
@@ -188,7 +189,7 @@ def reading(handle, label: str, *, items: str = "lines", then: str | None = None
 
 def on_terminal(stream=None) -> bool:
     """Whether progress would be drawn on ``stream`` (stderr by default)."""
-    return _is_terminal(sys.stderr if stream is None else stream)
+    return is_terminal(sys.stderr if stream is None else stream)
 
 
 class _NeverATerminal:
@@ -201,7 +202,7 @@ class _NeverATerminal:
 def beside(output):
     """The stream for progress about ``output``: stderr, unless ``output`` is the terminal itself
     (a snapshot printed on screen must not be drawn over)."""
-    return _NeverATerminal() if _is_terminal(output) else sys.stderr
+    return _NeverATerminal() if is_terminal(output) else sys.stderr
 
 
 def counted(lines, bar):
