@@ -161,6 +161,30 @@ class Db:
         finally:
             self._session.forget_cached_state()
 
+    def excision_record(self, event: str) -> dict:
+        """The ``excision/1`` record of this store's excision event ``event`` (docs/forgetting.md F1)."""
+        from fgraph.ops import propagate
+        return propagate.describe(self.connection, event)
+
+    def redacted_remainder(self, event: str) -> str | None:
+        """What survives here of the redacted event ``event``, as an event/1 line (None: nothing)."""
+        from fgraph.ops import propagate
+        return propagate.remainder_line(self.connection, event)
+
+    def holds_event(self, event: str) -> bool:
+        """Does this store hold event ``event``, whole or redacted?"""
+        from fgraph.ops import propagate
+        return propagate.holds(self.connection, event)
+
+    def carry_out_excision(self, record: dict, source: str) -> dict:
+        """Perform another store's excision (its ``excision/1`` record) on this store, once."""
+        from fgraph.ops import propagate
+        self._writable()
+        try:
+            return propagate.carry_out(self._session, self.path, propagate.check_record(record), source)
+        finally:
+            self._session.forget_cached_state()
+
     # -- event streams ----------------------------------------------------------
     def iter_events(self, since: int = GENESIS_TX, through: int | None = None):
         """Canonical event lines (without LF), streamed in tx order; ``since`` is a local tx id

@@ -31,6 +31,7 @@ from fgraph.core.files import open_sidecar, read_sidecar, write_atomically
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
+from fgraph.ops.propagate import is_excision_line
 
 CURSOR_SUFFIX = ".sync.json"
 LOCK_SUFFIX = ".sync.lock"
@@ -79,12 +80,14 @@ class Source:
         self.key = os.path.realpath(self.path)
         self.db = db
         self.genesis_at = db.receipt(GENESIS_TX)["at"]   # the store's creation time: part of its identity
-        self.position = GENESIS_TX                      # the last source tx whose event the target has
-        self.event = None                               # that transaction's event UUID (None at genesis)
+        self.position = GENESIS_TX                      # the last source tx read into the target
+        self.anchor = (GENESIS_TX, None)                # the last source tx (and event) the target holds
+        self.excisions: list = []                       # what each excision met on the way did here
         self.cursor = NEW
         self.since = GENESIS_TX
         self.latest = GENESIS_TX
-        self.counts = {"already_applied": 0, "applied": 0, "batches": 0, "events": 0, "noop": 0}
+        self.counts = {"already_applied": 0, "applied": 0, "batches": 0, "events": 0, "noop": 0,
+                       "redacted_held": 0, "redacted_skipped": 0, "remainders": 0}
 
     def resume(self, entry, target) -> None:
         """Take the position from a cursor entry when it still holds for this source and the target."""
@@ -97,7 +100,7 @@ class Source:
                               "delete the cursor file; sync then reads every source again, "
                               "skipping what the target already has")
         if entry.get("genesis_at") == self.genesis_at and (event is None or self._holds(tx, event, target)):
-            self.position, self.event, self.cursor = tx, event, RESUMED
+            self.position, self.anchor, self.cursor = tx, (tx, event), RESUMED
         else:
             self.cursor = RESCAN
         self.since = self.position
@@ -110,11 +113,14 @@ class Source:
             return False
 
     def entry(self) -> dict:
-        return {"event": self.event, "genesis_at": self.genesis_at, "path": self.path, "tx": self.position}
+        """The saved position is the last event the target holds: redacted lines read after it (an
+        excision, stubs skipped) are read again by the next run, which finds them done or redoes them."""
+        tx, event = self.anchor
+        return {"event": event, "genesis_at": self.genesis_at, "path": self.path, "tx": tx}
 
     def report(self) -> dict:
         return {"source": self.path, "cursor": self.cursor, "since": self.since, "position": self.position,
-                "latest": self.latest, **self.counts}
+                "latest": self.latest, **self.counts, "excisions": self.excisions}
 
 
 class Cursors:
@@ -190,35 +196,95 @@ def _located(exc: FgraphError, source: Source, since: int, through: int) -> Fgra
     return located
 
 
-def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
-    """Apply the next at most ``batch_size`` events of ``source`` up to ``through`` in one target
-    transaction; returns how many were read (0: nothing new, and the target was not touched)."""
-    since = source.position
-    lines = source.db.iter_events(since, through)
+class _Run:
+    """The ordinary event lines of a batch up to the first redacted one (which ``apply`` refuses):
+    a stub or an excision event stops the run and is kept in ``special``."""
+
+    def __init__(self, first: str, lines, limit: int):
+        self.first, self.lines, self.limit = first, lines, limit
+        self.count, self.last, self.special = 0, first, None
+
+    def __iter__(self):
+        self.count = 1
+        yield self.first
+        while self.count < self.limit:
+            line = next(self.lines, None)
+            if line is None:
+                return
+            self.count += 1
+            if is_excision_line(line):
+                self.special = line
+                return
+            self.last = line
+            yield line
+
+
+def _redacted(source: Source, target, line: str) -> None:
+    """A redacted line of the source: an excision is carried out on the target (travels on, F1);
+    a stub is skipped when the target holds the event or nothing of it survives at the source."""
+    record = loads(line)
+    event = record["event"]
+    if "redacts" in record:
+        source.excisions.append(target.carry_out_excision(source.db.excision_record(event), source.path))
+        return
+    if target.holds_event(event):
+        source.counts["redacted_held"] += 1
+        source.anchor = (source.db.resolve({"eid": event}), event)
+        return
+    remainder = source.db.redacted_remainder(event)
+    if remainder is None:
+        source.counts["redacted_skipped"] += 1
+        return
     try:
-        first = next(lines, None)
-        if first is None:
-            return 0
-        last = [first]
+        summary = target.apply_summary([remainder])
+    except FgraphError as exc:
+        tx = source.db.resolve({"eid": event})
+        raise type(exc)(f"sync from {source.path!r} stopped at event {event} (source tx {tx}): the remainder "
+                        f"of that redacted event cannot be applied: {exc.message}",
+                        f"restore this store from a snapshot of the source (`fgraph --db {source.path} snapshot "
+                        "> s.ndjson`, then `fgraph --db NEW restore s.ndjson`) and sync into that") from None
+    source.counts["remainders"] += summary["applied"]
+    source.counts["redacted_skipped"] += 1
 
-        def batch():
-            yield first
-            for line in itertools.islice(lines, batch_size - 1):
-                last[0] = line
-                yield line
 
-        try:
-            summary = target.apply_summary(batch())
-        except FgraphError as exc:
-            raise _located(exc, source, since, through) from None
+def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
+    """Apply the next at most ``batch_size`` events of ``source`` up to ``through``, each run of
+    ordinary events in one target transaction, a redacted line between two runs handled on its
+    own; returns how many were read (0: nothing new, and the target was not touched)."""
+    lines = source.db.iter_events(source.position, through)
+    read = 0
+    try:
+        while read < batch_size:
+            first = next(lines, None)
+            if first is None:
+                break
+            if is_excision_line(first):
+                read += 1
+                _redacted(source, target, first)
+                source.position = source.db.resolve({"eid": loads(first)["event"]})
+                source.counts["events"] += 1
+                continue
+            since = source.position
+            run = _Run(first, lines, batch_size - read)
+            try:
+                summary = target.apply_summary(iter(run))
+            except FgraphError as exc:
+                raise _located(exc, source, since, through) from None
+            read += run.count
+            event = _event_of(run.last)
+            source.position = source.db.resolve({"eid": event})
+            source.anchor = (source.position, event)
+            for key in ("already_applied", "applied", "events", "noop"):
+                source.counts[key] += summary[key]
+            if run.special is not None:
+                _redacted(source, target, run.special)
+                source.position = source.db.resolve({"eid": loads(run.special)["event"]})
+                source.counts["events"] += 1
     finally:
         lines.close()
-    event = _event_of(last[0])
-    source.position, source.event = source.db.resolve({"eid": event}), event
-    source.counts["batches"] += 1
-    for key in ("already_applied", "applied", "events", "noop"):
-        source.counts[key] += summary[key]
-    return summary["events"]
+    if read:
+        source.counts["batches"] += 1
+    return read
 
 
 def sync_round(sources: list, target, cursors: Cursors, batch_size: int, stop) -> int:
@@ -293,5 +359,8 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
                 break
             if not read:
                 _wait(interval, stop)
-        totals = {key: sum(s.counts[key] for s in opened) for key in ("already_applied", "applied", "events", "noop")}
-        return {**totals, "basis_tx": db.latest_tx(), "target": target, "sources": [s.report() for s in opened]}
+        totals = {key: sum(s.counts[key] for s in opened)
+                  for key in ("already_applied", "applied", "events", "noop", "redacted_held", "redacted_skipped",
+                              "remainders")}
+        return {**totals, "basis_tx": db.latest_tx(), "excisions": [e for s in opened for e in s.excisions],
+                "target": target, "sources": [s.report() for s in opened]}
