@@ -31,6 +31,8 @@ from typing import Any, Protocol
 from fgraph.core.canonical import loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
 from fgraph.core.limits import GENESIS_TX
+from fgraph.ops.propagate import is_excision_line
+from fgraph.bridges.sync_forget import Consumer, publish_redacted
 
 DEFAULT_BATCH = 500
 DEFAULT_INTERVAL = 0.5
@@ -50,6 +52,7 @@ class Record:
     store: str
     prev: str | None
     handle: Any = field(default=None, repr=False)   # the adapter's own message object
+    kind: str = "event"                             # "excision" and "remainder" records carry forgetting
 
 
 class Log(Protocol):
@@ -74,6 +77,19 @@ class Log(Protocol):
 
     def pending(self, consumer: str) -> int:
         """Records not yet acknowledged by ``consumer`` (delivered or not)."""
+
+    # forgetting (fgraph.bridges.sync_forget, docs/forgetting.md F2)
+    def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
+        """Publish an excision record or a remainder beside ``store``'s events (delivered to consumers too)."""
+
+    def excision_records(self, store: str) -> list[str]:
+        """Every excision record published for ``store``, oldest first."""
+
+    def remainder(self, store: str, event: str) -> str | None:
+        """The remainder published for ``store``'s redacted event ``event``."""
+
+    def erase(self, store: str, events: set) -> int:
+        """Delete the records of ``store`` that carry ``events``; returns how many were deleted."""
 
 
 def is_log_url(text: str) -> bool:
@@ -131,6 +147,7 @@ class _Published:
         self.path, self.db, self.store = path, db, store_id(db)
         self.position, self.prev, self.since, self.stale = GENESIS_TX, None, GENESIS_TX, False
         self.counts = {"events": 0, "published": 0, "duplicates": 0}
+        self.excisions: list = []
         self.resume(log)
         self.since = self.position
 
@@ -151,7 +168,7 @@ class _Published:
 
     def report(self) -> dict:
         return {"source": self.path, "store": self.store, "since": self.since, "position": self.position,
-                "latest": self.db.latest_tx(), **self.counts}
+                "latest": self.db.latest_tx(), **self.counts, "excisions": self.excisions}
 
 
 def publish(sources, log: Log, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
@@ -187,7 +204,8 @@ def publish(sources, log: Log, *, batch_size: int = DEFAULT_BATCH, follow: bool 
             if not read:
                 _wait(interval, stop)
         totals = {key: sum(s.counts[key] for s in opened) for key in ("events", "published", "duplicates")}
-        return {**totals, "log": log.name, "sources": [s.report() for s in opened]}
+        return {**totals, "excisions": [e for s in opened for e in s.excisions], "log": log.name,
+                "sources": [s.report() for s in opened]}
 
 
 def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
@@ -202,6 +220,8 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
         for line in lines:
             event = event_of(line)
             try:
+                if is_excision_line(line):
+                    publish_redacted(source, log, line)
                 fresh = log.append(source.store, source.path, line, event, source.prev)
             except LogUnavailable:
                 source.stale = True
@@ -217,31 +237,6 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
     return count
 
 
-def _in_order(records: list[Record], db) -> tuple[list[Record], list[Record]]:
-    """Split a fetched batch into the records whose predecessor is in the target or earlier in the
-    batch (to apply, in the order fetched) and the rest (to hand back to the log)."""
-    known, held, ready, later = set(), set(), [], []
-    for record in records:
-        if record.store in held:
-            later.append(record)
-            continue
-        if record.prev is None or record.prev in known or _has(db, record.prev):
-            ready.append(record)
-            known.add(record.event)
-        else:
-            held.add(record.store)
-            later.append(record)
-    return ready, later
-
-
-def _has(db, event: str) -> bool:
-    try:
-        db.resolve({"eid": event})
-        return True
-    except NotFound:
-        return False
-
-
 def consume(log: Log, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
             interval: float = DEFAULT_INTERVAL, retry: float = DEFAULT_RETRY, stop=None) -> dict:
     """Apply the log's events to ``target`` (created if missing) through the target's durable
@@ -250,28 +245,30 @@ def consume(log: Log, target: str, *, batch_size: int = DEFAULT_BATCH, follow: b
     _check(batch_size, interval)
     stop = stop or (lambda: False)
     from fgraph.db import connect
-    counts = {"already_applied": 0, "applied": 0, "batches": 0, "deferred": 0, "events": 0, "noop": 0}
+    counts = {"already_applied": 0, "applied": 0, "batches": 0, "deferred": 0, "events": 0, "noop": 0,
+              "redacted_held": 0, "redacted_skipped": 0, "remainders": 0}
+    excisions: list = []
     with connect(str(target)) as db:
         consumer = "fgraph-" + store_id(db)
+        applying = Consumer(db, log, counts, excisions)
         while not stop():
             records = _retrying(lambda: log.fetch(consumer, batch_size, min(interval, 1.0)), retry, stop)
             if not records:
                 if not follow and _retrying(lambda: log.pending(consumer), retry, stop) == 0:
                     break
                 continue
-            ready, later = _in_order(records, db)
-            if ready:
-                try:
-                    summary = db.apply_summary(record.line for record in ready)
-                except FgraphError as exc:
-                    _retrying(lambda: log.defer(records), retry, stop)
-                    raise type(exc)(f"sync from {log.name!r} into {str(target)!r} stopped; nothing of this batch "
-                                    f"was written: {exc.message}", exc.hint) from None
-                for key in ("already_applied", "applied", "events", "noop"):
-                    counts[key] += summary[key]
-                counts["batches"] += 1
-                _retrying(lambda: log.ack(ready), retry, stop)
+            try:
+                done, later = _retrying(lambda: applying.process(records), retry, stop)
+            except FgraphError as exc:
+                if isinstance(exc, LogUnavailable):
+                    raise
+                _retrying(lambda: log.defer(records), retry, stop)
+                raise type(exc)(f"sync from {log.name!r} into {str(target)!r} stopped; nothing of this batch "
+                                f"after the last commit was acknowledged: {exc.message}", exc.hint) from None
+            if done:
+                _retrying(lambda: log.ack(done), retry, stop)
             if later:
                 counts["deferred"] += len(later)
                 _retrying(lambda: log.defer(later), retry, stop)
-        return {**counts, "basis_tx": db.latest_tx(), "consumer": consumer, "log": log.name, "target": str(target)}
+        return {**counts, "basis_tx": db.latest_tx(), "consumer": consumer, "excisions": excisions, "log": log.name,
+                "target": str(target)}

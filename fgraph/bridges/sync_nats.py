@@ -35,6 +35,7 @@ CONNECT_TIMEOUT = 2.0
 DEFAULT_ACK_WAIT = 30.0
 DEFER_DELAY = 0.2         # seconds before a record handed back is delivered again
 STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "Nats-Expected-Last-Subject-Sequence"
+KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
 WRONG_LAST_SEQUENCE = 10071
 CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
@@ -239,7 +240,8 @@ class NatsLog:
         for message in self._run(go(), wait + CALL_TIMEOUT):
             headers = message.headers or {}
             out.append(Record(line=message.data.decode("utf-8"), event=headers.get(MSG_ID, ""),
-                              store=headers.get(STORE, ""), prev=headers.get(PREV), handle=message))
+                              store=headers.get(STORE, ""), prev=headers.get(PREV), handle=message,
+                              kind=headers.get(KIND, "event")))
         return out
 
     def ack(self, records: list[Record]) -> None:
@@ -255,6 +257,73 @@ class NatsLog:
                 await record.handle.nak(delay=DEFER_DELAY)
             await self._nc.flush()
         self._run(go())
+
+    # -- forgetting (docs/forgetting.md F2): side subjects of a store, outside its event order
+    def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
+        """Publish an excision record (``key`` "excision") or a remainder (``key`` its redacted
+        event) under ``STREAM.<store>.<kind>[.<key>]``; False when the log already had it."""
+        subject = f"{self._subject(store)}.{kind}" + ("" if kind == "excision" else f".{key}")
+        ack = self._run(self._js.publish(subject, line.encode("utf-8"), stream=self.stream,
+                                         headers={MSG_ID: msg_id, STORE: store, KIND: kind}))
+        return not ack.duplicate
+
+    def excision_records(self, store: str) -> list[str]:
+        """Every excision record published for ``store``, oldest first."""
+        errors = self._nats.js.errors
+
+        async def go():
+            out, seq = [], 1
+            while True:
+                try:
+                    message = await self._js.get_msg(self.stream, seq=seq, subject=f"{self._subject(store)}.excision",
+                                                     next=True)
+                except errors.NotFoundError:
+                    return out
+                out.append(message.data.decode("utf-8"))
+                seq = message.seq + 1
+        return self._run(go(), CALL_TIMEOUT * 4)
+
+    def remainder(self, store: str, event: str) -> str | None:
+        """The remainder record of ``store``'s redacted event ``event``, None when there is none."""
+        async def go():
+            try:
+                message = await self._js.get_last_msg(self.stream, f"{self._subject(store)}.remainder.{event}")
+            except self._nats.js.errors.NotFoundError:
+                return None
+            return message.data.decode("utf-8")
+        return self._run(go())
+
+    def erase(self, store: str, events: set) -> int:
+        """Delete (the server overwrites them) the records of ``store`` that carry ``events``;
+        returns how many were deleted. Reads headers only, never the records' contents."""
+        api = self._nats.js.api
+
+        async def go():
+            config = api.ConsumerConfig(headers_only=True, ack_policy=api.AckPolicy.NONE,
+                                        deliver_policy=api.DeliverPolicy.ALL, inactive_threshold=30.0)
+            subscription = await self._js.pull_subscribe(self._subject(store), stream=self.stream, config=config)
+            doomed = []
+            try:
+                while True:
+                    try:
+                        batch = await subscription.fetch(1000, timeout=0.5)
+                    except (self._nats.errors.TimeoutError, asyncio.TimeoutError):
+                        break
+                    for message in batch:
+                        if (message.headers or {}).get(MSG_ID) in events:
+                            doomed.append(message.metadata.sequence.stream)
+                    if batch and batch[-1].metadata.num_pending == 0:
+                        break
+            finally:
+                await subscription.unsubscribe()
+            deleted = 0
+            for seq in doomed:
+                try:
+                    deleted += bool(await self._js.delete_msg(self.stream, seq))
+                except self._nats.js.errors.NotFoundError:
+                    pass
+            return deleted
+        return self._run(go(), CALL_TIMEOUT * 12)
 
     def pending(self, consumer: str) -> int:
         info = self._run(self._js.consumer_info(self.stream, consumer))

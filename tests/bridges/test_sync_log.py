@@ -37,6 +37,9 @@ class MemoryLog:
     def pending(self, consumer):
         return len(self.queue)
 
+    def excision_records(self, store):
+        return []
+
 
 def test_a_record_delivered_before_its_predecessor_waits_for_it(tmp_path):
     write_sources(tmp_path, 4, names=("a",))

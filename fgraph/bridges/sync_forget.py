@@ -1,0 +1,199 @@
+"""Excisions through a message log (issue 33, decisions F1–F3 in docs/forgetting.md).
+
+An event/1 stream cannot carry an excision: its excision event names only the events it redacted,
+and the published runtime refuses it and every redacted stub. A log carries two more kinds of
+record, on side subjects of the store that made them, outside its event order:
+
+- the **excision record** (``excision/1``, ``Fgraph-Kind: excision``, id ``excision:<event>``):
+  what was excised, which events were redacted, the order they had (``chain``) and which of them
+  left a remainder (``partial``);
+- a **remainder** (``Fgraph-Kind: remainder``, id derived from the redacted event): what is left
+  of a redacted event, an ordinary event/1 line for a consumer that never had the event.
+
+The publisher, meeting an excision event in its store, publishes the remainders and the record,
+then deletes from the log the records that carried the erased content, then appends the excision
+event itself (so a publisher killed anywhere redoes all of it). A consumer carries the record out
+on its target (``Db.carry_out_excision``: once, under the origin's operation id), skips the stubs
+it holds, takes the remainders of events it never had, and treats a predecessor the log no longer
+holds as settled once the record that erased it is carried out.
+"""
+
+from __future__ import annotations
+
+from fgraph.core.canonical import dumps, loads
+from fgraph.core.errors import FgraphError, FormatError
+from fgraph.ops.propagate import check_record, is_excision_line, remainder_event
+
+MAX_WALK = 100_000      # redacted predecessors followed back from one record before giving up
+
+
+def publish_redacted(source, log, line: str) -> None:
+    """Before a redacted line of ``source`` is appended: publish its remainder (a stub) or, for an
+    excision event, the remainders, the record, and delete the records of the erased events."""
+    record = loads(line)
+    event = record["event"]
+    db, store = source.db, source.store
+    if "redacts" not in record:
+        remainder = db.redacted_remainder(event)
+        if remainder is not None:
+            log.put(store, "remainder", event, remainder, remainder_event(event))
+        return
+    excision = db.excision_record(event)
+    remainders = 0
+    for redacted in excision["partial"]:
+        remainder = db.redacted_remainder(redacted)
+        if remainder is not None:
+            log.put(store, "remainder", redacted, remainder, remainder_event(redacted))
+            remainders += 1
+    log.put(store, "excision", "", dumps(excision), "excision:" + event)
+    deleted = log.erase(store, set(excision["redacts"]))
+    source.excisions.append({"event": event, "origin": excision["origin"], "target": excision["target"],
+                             "messages_deleted": deleted, "remainders_published": remainders})
+
+
+class ExcisionIndex:
+    """The excision records of each store the consumer met, read from the log when a lookup misses."""
+
+    def __init__(self, log):
+        self.log = log
+        self.by_event: dict = {}
+        self.by_redacted: dict = {}
+        self.loaded: set = set()
+
+    def add(self, store: str, record: dict) -> None:
+        self.by_event[(store, record["event"])] = record
+        for uuid in record["redacts"]:
+            self.by_redacted[(store, uuid)] = record
+
+    def covering(self, store: str, event: str) -> dict | None:
+        """The record that is ``event`` (an excision) or that redacted ``event``."""
+        key = (store, event)
+        found = self.by_event.get(key) or self.by_redacted.get(key)
+        if found is None and store not in self.loaded:
+            self.loaded.add(store)   # read once per batch at most; ``fresh`` lets the next batch read again
+            for line in self.log.excision_records(store):
+                self.add(store, parse(line))
+            found = self.by_event.get(key) or self.by_redacted.get(key)
+        return found
+
+    def fresh(self) -> None:
+        self.loaded.clear()
+
+
+def parse(line: str) -> dict:
+    try:
+        record = loads(line)
+    except FgraphError:
+        raise FormatError(f"an excision record in the log is not JSON: {line[:120]!r}",
+                          "the log's excision records are written by `fgraph sync --to URL`") from None
+    return check_record(record)
+
+
+class Consumer:
+    """Applies one fetched batch in order: ordinary events in as few transactions as the redacted
+    lines and excisions between them allow; returns what to acknowledge and what to hand back."""
+
+    def __init__(self, db, log, counts: dict, excisions: list):
+        self.db, self.log, self.counts, self.excisions = db, log, counts, excisions
+        self.index = ExcisionIndex(log)
+
+    def process(self, records) -> tuple[list, list]:
+        self.index.fresh()
+        self.done, self.lines, later, held, self.known = [], [], [], set(), set()
+        for record in records:
+            if record.kind == "remainder":        # read when needed, by its redacted event
+                self.done.append(record)
+                continue
+            if record.kind == "excision":
+                self.flush()
+                parsed = parse(record.line)
+                self.index.add(record.store, parsed)
+                self.carry_out(parsed)
+                self.done.append(record)
+                continue
+            if record.store in held:
+                later.append(record)
+                continue
+            steps = self.walk(record.store, record.prev)
+            if steps is None or (is_excision_line(record.line) and not self.redacted(record, steps)):
+                held.add(record.store)
+                later.append(record)
+                continue
+            if not is_excision_line(record.line):
+                self.perform(record.store, steps)
+                self.lines.append(record)
+            self.known.add(record.event)
+        self.flush()
+        return self.done, later
+
+    def flush(self) -> None:
+        if not self.lines:
+            return
+        summary = self.db.apply_summary(record.line for record in self.lines)
+        for key in ("already_applied", "applied", "events", "noop"):
+            self.counts[key] += summary[key]
+        self.counts["batches"] += 1
+        self.done.extend(self.lines)
+        self.lines = []
+
+    def walk(self, store: str, prev):
+        """The steps that settle ``prev`` (oldest first), None while the log cannot say yet."""
+        steps = []
+        for _ in range(MAX_WALK):
+            if prev is None or prev in self.known or self.db.holds_event(prev):
+                return steps[::-1]
+            record = self.index.covering(store, prev)
+            if record is None:
+                return None
+            if record["event"] == prev:
+                steps.append(("excise", record, prev))
+                prev = record["prev"]
+            else:
+                steps.append(("remainder" if prev in record["partial"] else "skip", record, prev))
+                prev = record["chain"].get(prev)
+        return None
+
+    def perform(self, store: str, steps) -> None:
+        if steps:
+            self.flush()
+        for kind, record, event in steps:
+            if kind == "excise":
+                self.carry_out(record)
+            elif kind == "remainder":
+                self.take_remainder(store, event)
+            else:
+                self.counts["redacted_skipped"] += 1
+            self.known.add(event)
+
+    def redacted(self, record, steps) -> bool:
+        """A stub or an excision event from the log; False when its excision record is not there yet."""
+        self.flush()
+        event = record.event
+        if "redacts" in loads(record.line):
+            found = self.index.covering(record.store, event)
+            if found is None:
+                return False
+            self.perform(record.store, steps)
+            self.carry_out(found)
+        else:
+            self.perform(record.store, steps)
+            if self.db.holds_event(event):
+                self.counts["redacted_held"] += 1
+            else:
+                self.take_remainder(record.store, event)
+        self.done.append(record)
+        return True
+
+    def take_remainder(self, store: str, event: str) -> None:
+        line = self.log.remainder(store, event)
+        if line is None:
+            self.counts["redacted_skipped"] += 1
+            return
+        summary = self.db.apply_summary([line])
+        self.counts["remainders"] += summary["applied"]
+        self.counts["redacted_skipped"] += 1
+
+    def carry_out(self, record: dict) -> None:
+        outcome = self.db.carry_out_excision(record, self.log.name)
+        if not any(seen["origin"] == outcome["origin"] for seen in self.excisions):
+            self.excisions.append(outcome)
