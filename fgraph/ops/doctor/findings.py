@@ -10,7 +10,9 @@ Kinds: ``integrity`` (SQLite's own check), ``layout`` (markers, tables, indexes)
 allocator), ``facts`` (fact rows: ids, intervals, tags, physical values, attributes),
 ``blobs``, ``events`` (payloads, hashes, redactions, created lists), ``genesis``,
 ``schema``, ``shapes``, ``agreement`` (facts against their events), ``digest``, and the
-repairable ``fts``, ``orphaned_blobs`` and ``scrub_pending``.
+repairable ``fts``, ``orphaned_blobs`` and ``scrub_pending``; ``excision_owed`` (repairable once
+carried out, when only its scrub is left) and ``excision_note`` come from an excision another
+store sent (ops.propagate).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from fgraph.core.connection import open_connection
 from fgraph.core.errors import FormatError, ReadOnly
 from fgraph.core.limits import MEMORY
 from fgraph.core.txn import write_transaction
-from fgraph.ops import scrub
+from fgraph.ops import propagate, scrub
 from fgraph.ops.doctor import derived
 from fgraph.ops.doctor.checkup import diagnose
 from fgraph.ops.doctor.findings import Problem
@@ -58,7 +58,35 @@ def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_di
         scrub.scrub(conn, path, None)
         owed = scrub.pending(path)
     diagnosis = run(conn, repair, expect_digest=expect_digest, second_handle=second_handle, worker_path=worker_path)
-    return owing_scrub(diagnosis, owed)
+    return owing_excisions(owing_scrub(diagnosis, owed), conn, path, repair, scrub_owed=owed is not None)
+
+
+def owing_excisions(diagnosis: Diagnosis, conn: apsw.Connection, path: str, repair: bool, *,
+                    scrub_owed: bool) -> Diagnosis:
+    """An excision another store sent (sync) that this one noted and has not carried out and scrubbed."""
+    entries = propagate.owed(path)
+    if "problem" in entries:
+        return diagnosis.with_problem(Problem(
+            "excision_note", f"excisions may be owed, but their note cannot be read: {entries['problem']}",
+            repairable=False))
+    for origin, entry in sorted(entries.items()):
+        done = conn.execute("SELECT 1 FROM fgraph_events WHERE operation_id = ?",
+                            (propagate.operation_for(origin),)).fetchone() is not None
+        if done and not scrub_owed:
+            if repair:
+                propagate.settle(path, origin)   # carried out and scrubbed: the note was left behind
+            continue
+        target = entry.get("target") if isinstance(entry, dict) else None
+        source = entry.get("source") if isinstance(entry, dict) else None
+        if done:
+            message = (f"the excision of {propagate.dumps(target)} received from {source!r} (origin {origin}) "
+                       "is carried out but its scrub is pending: erased bytes may remain")
+        else:
+            message = (f"the excision of {propagate.dumps(target)} received from {source!r} (origin {origin}) "
+                       "was not carried out: the erased data may still be here; run the same `fgraph sync` "
+                       "again to finish it")
+        diagnosis = diagnosis.with_problem(Problem("excision_owed", message, repairable=done))
+    return diagnosis
 
 
 def _never_committed(conn: apsw.Connection, tx) -> bool:
