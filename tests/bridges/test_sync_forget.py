@@ -234,8 +234,6 @@ def test_through_jetstream_the_erased_records_are_deleted_and_every_consumer_for
     server.stop()                                                    # the server's files, flushed and closed
     assert canaries.canary_hits(server.root) == {}
     assert_forgotten(tmp_path, "a", "hub", "edge", "late")
-    with fgraph.connect(tmp_path / "never.db") as db:
-        pass
     file_sync.sync([tmp_path / "a.db"], tmp_path / "never.db")
     never = state(tmp_path / "never.db")["others"]
     assert state(tmp_path / "hub.db")["others"] == state(tmp_path / "late.db")["others"] == never
