@@ -40,7 +40,7 @@ def excise_request(ref, operation_id=None, if_basis_tx=None) -> Request:
                    hash_envelope={"operation": "excise", "ref": ref})
 
 
-def _target(cat: Catalog, ref) -> int:
+def _target(cat: Catalog, ref, again: bool = False) -> int:
     if isinstance(ref, int):
         found = ref if INT64_MIN <= ref <= INT64_MAX and ref > 0 and cat.identity(ref) else None
     else:
@@ -52,19 +52,20 @@ def _target(cat: Catalog, ref) -> int:
                           "excise only application entities and attributes")
     excised = cat.conn.execute("SELECT 1 FROM fgraph_facts WHERE a = ? AND t = 0 AND v = ? AND rx IS NULL LIMIT 1",
                                (A_EXCISED, found)).fetchone()
-    if excised is not None:
+    if excised is not None and not again:
         raise Conflict(f"entity {ref!r} was already excised under another operation",
                        "retry the original operation id to get its receipt")
     return found
 
 
 def _doomed_rows(conn, x: int) -> list:
-    """Every fact row, live or historical, with e = X, a = X, or a ref value X."""
+    """Every fact row, live or historical, with e = X, a = X, or a ref value X (but an earlier
+    excision's ``fgraph/excised → X``: its audit of what it redacted stays)."""
     return conn.execute(
         f"SELECT {ROW_COLUMNS} FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? "
         f"UNION SELECT {ROW_COLUMNS} FROM fgraph_facts INDEXED BY fgraph_avet WHERE a = ? "
         f"UNION SELECT {ROW_COLUMNS} FROM fgraph_facts WHERE a IN (SELECT id FROM fgraph_ids WHERE name GLOB '*/*') "
-        f"AND t = 0 AND v = ? ORDER BY 1", (x, x, x)).fetchall()
+        f"AND t = 0 AND v = ? AND a != {A_EXCISED} ORDER BY 1", (x, x, x)).fetchall()
 
 
 def _mentions(doc: dict, selector) -> bool:
@@ -91,14 +92,16 @@ def _mentioning_events(conn, selector) -> set[int]:
     return found
 
 
-def excise(session: WriteSession, path: str, ref, *, operation_id=None, if_basis_tx=None) -> dict:
+def excise(session: WriteSession, path: str, ref, *, operation_id=None, if_basis_tx=None, again: bool = False) -> dict:
+    """``again``: also when the target was excised before (a propagated excision reaching data the
+    receiver took after its own excision; fgraph.ops.propagate), never from the faces."""
     conn = session.conn
     request = excise_request(ref, operation_id, if_basis_tx)
     req_hash = request.request_hash()
     scrub.enable_secure_delete(conn)
     owed_before = scrub.pending(path) is not None
     try:
-        report = _commit(session, path, ref, req_hash, operation_id, if_basis_tx)
+        report = _commit(session, path, ref, req_hash, operation_id, if_basis_tx, again)
     except BaseException:
         if not owed_before and not is_speculating(conn):
             scrub.forgive(path)  # the marker written before COMMIT belongs to a transaction that never was
@@ -112,7 +115,7 @@ def excise(session: WriteSession, path: str, ref, *, operation_id=None, if_basis
     return report
 
 
-def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_basis_tx) -> dict:
+def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_basis_tx, again: bool) -> dict:
     """The erasing transaction itself; the owed-scrub marker is made durable before it commits."""
     conn = session.conn
     with write_transaction(conn) as txn:
@@ -129,7 +132,7 @@ def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_ba
             if if_basis_tx is not None and if_basis_tx != latest:
                 raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
                                "refresh state and retry the excision")
-            report = _write(session, cat, _target(cat, ref), latest, operation_id, req_hash)
+            report = _write(session, cat, _target(cat, ref, again), latest, operation_id, req_hash)
             if is_speculating(conn):
                 # rolled back with the speculation: nothing reaches the disk to scrub
                 return {"speculative": True, "report": report}

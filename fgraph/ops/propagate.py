@@ -216,18 +216,26 @@ def carry_out(session: WriteSession, path: str, record: dict, source: str) -> di
         if local is None:
             return {**outcome, "status": "nothing_here"}
         x = local if isinstance(local, int) else cat.id_by_name(local)
-        if conn.execute("SELECT 1 FROM fgraph_facts WHERE a = ? AND t = 0 AND v = ? LIMIT 1",
-                        (A_EXCISED, x)).fetchone():
+        again = conn.execute("SELECT 1 FROM fgraph_facts WHERE a = ? AND t = 0 AND v = ? LIMIT 1",
+                             (A_EXCISED, x)).fetchone() is not None
+        if again and not _anything_of(conn, x):
             return {**outcome, "status": "already_excised"}
     else:
-        local = _local_target(cat, record["target"])
+        local, again = _local_target(cat, record["target"]), True
+        if local is None:
+            return {**outcome, "status": "already_applied"}
     owe(path, record, source)
-    report = _excise.excise(session, path, local if local is not None else record["target"],
-                            operation_id=operation)
+    report = _excise.excise(session, path, local, operation_id=operation, again=again)
     scrubbed = report.get("scrub", {"complete": True})
     if scrubbed.get("complete", True):
         settle(path, record["origin"])
     return {**outcome, "status": report["status"], "tx": report["tx"], "scrub_complete": bool(scrubbed.get("complete", True))}
+
+
+def _anything_of(conn, x: int) -> bool:
+    """Is any fact left with ``x`` as subject, attribute or ref value (taken after an excision of it)?"""
+    return conn.execute("SELECT 1 FROM fgraph_facts WHERE e = ?1 OR a = ?1 OR (t = 0 AND v = ?1 AND a != ?2) LIMIT 1",
+                        (x, A_EXCISED)).fetchone() is not None
 
 
 # -- the owed-excision note --------------------------------------------------------------------

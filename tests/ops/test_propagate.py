@@ -78,6 +78,13 @@ def test_carrying_out_is_once_and_says_what_it_did(tmp_path, source):
         other.transact([{"id": "ada", "note/text": "x"}])
         other.excise("ada", operation_id="mine")
         assert other.carry_out_excision(record, "a.db")["status"] == "already_excised"
+    with fgraph.connect(tmp_path / "again.db") as other:      # excised here, then told more of her
+        other.transact([{"id": "ada", "note/text": "x"}])
+        other.excise("ada", operation_id="mine")
+        other.transact([{"id": "ada", "note/text": canaries.SHORT}])
+        assert other.carry_out_excision(record, "a.db")["status"] == "applied"
+        assert other.entity("ada") == {} and other.diagnose().ok
+    assert canaries.canary_hits(tmp_path, "again.db") == {}
     with fgraph.connect(tmp_path / "r.db") as receiver:
         receiver.transact([{"id": "ada", "note/text": canaries.SHORT}, {"id": "bob", "rel/knows": {"ref": "ada"}}])
         first = receiver.carry_out_excision(record, "a.db")
