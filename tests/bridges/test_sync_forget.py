@@ -247,15 +247,15 @@ def test_a_consumer_killed_during_the_propagated_excision_converges_on_retry(tmp
     cli("sync", "--from", "a.db", "--to", url, "--create-stream", cwd=tmp_path)
     delays = (0.0, 0.003, 0.02)
     for i in range(len(delays)):                        # each its own store, so its own durable consumer
-        cli("sync", "--from", url, "--to", f"r{i}.db", cwd=tmp_path)
+        cli("sync", "--from", url, "--to", f"r{i}.db", "--ack-wait", "2", cwd=tmp_path)
     excise(tmp_path / "a.db")
     cli("sync", "--from", "a.db", "--to", url, cwd=tmp_path)
     file_sync.sync([tmp_path / "a.db"], tmp_path / "never.db")
     killed = 0
     for i, delay in enumerate(delays):
-        killed += _kill_when_owed(["sync", "--from", url, "--to", tmp_path / f"r{i}.db"],
+        killed += _kill_when_owed(["sync", "--from", url, "--to", tmp_path / f"r{i}.db", "--ack-wait", "2"],
                                   tmp_path / f"r{i}.db.excisions-owed", delay)
-        again = cli("sync", "--from", url, "--to", f"r{i}.db", cwd=tmp_path)   # [] when the kill came after the ack
+        again = cli("sync", "--from", url, "--to", f"r{i}.db", "--ack-wait", "2", cwd=tmp_path)   # [] when the kill came after the ack
         assert [e["status"] for e in again["excisions"]] in ([], ["applied"], ["already_applied"]), (i, again)
         assert_forgotten(tmp_path, f"r{i}")
         assert state(tmp_path / f"r{i}.db")["others"] == state(tmp_path / "never.db")["others"]
