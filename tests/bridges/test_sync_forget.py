@@ -260,3 +260,100 @@ def test_a_consumer_killed_during_the_propagated_excision_converges_on_retry(tmp
         assert_forgotten(tmp_path, f"r{i}")
         assert state(tmp_path / f"r{i}.db")["others"] == state(tmp_path / "never.db")["others"]
     assert killed >= 1, "no kill landed inside the propagated excision"
+
+
+# ----------------------------------------------------------------- an in-memory log that redelivers out of order
+
+class ShufflingLog:
+    """The whole Log interface in memory; ``fetch`` hands out records in a seeded random order, so
+    a record often arrives before its predecessor, erased ones included."""
+
+    name = "memory"
+
+    def __init__(self, seed: int):
+        import random
+        self.rng = random.Random(seed)
+        self.records: list = []          # (seq, Record) in publish order; erased ones removed
+        self.side: dict = {}             # subject → [line]
+        self.ids: set = set()
+        self.queues: dict = {}
+
+    def _add(self, record) -> None:
+        self.records.append(record)
+        for queue in self.queues.values():
+            queue.append(record)
+
+    def last(self, store):
+        mine = [r for r in self.records if r.store == store and r.kind == "event"]
+        return mine[-1].event if mine else None
+
+    def append(self, store, source, line, event, prev):
+        from fgraph.bridges.sync_log import Record
+        if event in self.ids:
+            return False
+        assert prev == self.last(store)
+        self.ids.add(event)
+        self._add(Record(line, event, store, prev))
+        return True
+
+    def put(self, store, kind, key, line, msg_id):
+        from fgraph.bridges.sync_log import Record
+        if msg_id in self.ids:
+            return False
+        self.ids.add(msg_id)
+        self.side.setdefault((store, kind, key), []).append(line)
+        self._add(Record(line, msg_id, store, None, kind=kind))
+        return True
+
+    def excision_records(self, store):
+        return list(self.side.get((store, "excision", ""), []))
+
+    def remainder(self, store, event):
+        found = self.side.get((store, "remainder", event))
+        return found[-1] if found else None
+
+    def erase(self, store, events):
+        doomed = [r for r in self.records if r.store == store and r.kind == "event" and r.event in events]
+        self.records = [r for r in self.records if r not in doomed]
+        for queue in self.queues.values():
+            queue[:] = [r for r in queue if r not in doomed]
+        return len(doomed)
+
+    def fetch(self, consumer, limit, wait):
+        queue = self.queues.setdefault(consumer, list(self.records))
+        self.rng.shuffle(queue)
+        out, queue[:] = queue[:limit], queue[limit:]
+        return out
+
+    def ack(self, records):
+        pass
+
+    def defer(self, records):
+        for queue in self.queues.values():
+            queue.extend(records)
+
+    def pending(self, consumer):
+        return len(self.queues.get(consumer, self.records))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_log_that_delivers_out_of_order_still_forgets_and_keeps_the_source_order(tmp_path, seed):
+    from fgraph.bridges import sync_log
+    history(tmp_path / "a.db")
+    log = ShufflingLog(seed)
+    sync_log.publish([tmp_path / "a.db"], log)
+    sync_log.consume(log, tmp_path / "early.db", batch_size=3)        # had everything before the excision
+    excise(tmp_path / "a.db")
+    with fgraph.connect(tmp_path / "a.db") as db:
+        db.transact([{"id": "p1", "note/text": "after the excision"}])
+    summary = sync_log.publish([tmp_path / "a.db"], log)
+    assert summary["excisions"][0]["messages_deleted"] == 4          # the four redacted events
+    early = sync_log.consume(log, tmp_path / "early.db", batch_size=3)
+    late = sync_log.consume(log, tmp_path / "late.db", batch_size=3)  # a consumer that came later
+    assert [e["status"] for e in early["excisions"]] == ["applied"]
+    assert [e["status"] for e in late["excisions"]] == ["nothing_here"] and late["remainders"] == 3
+    file_sync.sync([tmp_path / "a.db"], tmp_path / "never.db")
+    assert_forgotten(tmp_path, "early", "late")
+    never = state(tmp_path / "never.db")["others"]
+    assert state(tmp_path / "early.db")["others"] == state(tmp_path / "late.db")["others"] == never
+    assert "after the excision" in never
