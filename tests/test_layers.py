@@ -154,6 +154,7 @@ TESTED_BY = {
     "cli/questions.py": ["test_query_cli.py", "test_query_schema.py", "test_search.py"],
     "cli/reference.py": ["test_cli_conventions.py"],
     "cli/sync.py": ["test_sync.py"],
+    "cli/forget.py": ["test_excise.py", "test_forget.py"],
     "bridges/import_formats.py": ["test_import.py"],
     "bridges/importing.py": ["test_import.py", "test_progress.py"],
     "mcp/resources.py": ["test_mcp.py"],

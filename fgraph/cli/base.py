@@ -56,7 +56,9 @@ COMMAND_HOMES = {
                      "search", "shape", "validate"), "fgraph.cli.questions"),
     "import": "fgraph.cli.imports",
     "sync": "fgraph.cli.sync",
+    "excise": "fgraph.cli.forget",
     "browse": "fgraph.cli.browse",
+    **dict.fromkeys(("review", "render", "verify-stream"), "fgraph.cli.review"),
 }
 MAIN_MODULE = "fgraph.cli.main"
 
