@@ -17,7 +17,7 @@ import sys
 import click
 
 import fgraph
-from fgraph.bridges import ingest
+from fgraph.bridges import ingest, reviewing
 from fgraph.bridges.data_source import open_data
 from fgraph.cli.base import _JSON, RO, RW, _print_result, _result
 from fgraph.cli.progress import progress, reading
@@ -89,9 +89,10 @@ def add(ctx: click.Context, data: str, *, reports: bool, **options) -> None:
             spool.close()
 
 
-def apply(ctx: click.Context, src: str, dry_run: bool) -> None:
+def apply(ctx: click.Context, src: str, dry_run: bool, expect_digest: str | None = None) -> None:
     with ingest.open_stream(src, sys.stdin) as handle:
-        with reading(handle, "applying", items="events", then="committing") as counted:
+        with reading(reviewing.expecting(handle, expect_digest), "applying", items="events",
+                     then="committing") as counted:
             result = _result(ctx, RW, lambda db: db.apply_summary(counted, dry_run=dry_run))
         _print_result(ctx, result)
 

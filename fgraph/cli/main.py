@@ -35,7 +35,7 @@ import click
 import fgraph
 from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
-from fgraph.bridges import ingest
+from fgraph.bridges import ingest, reviewing
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX
@@ -211,10 +211,10 @@ def tx(ctx, transaction):
     _run(ctx, RO, lambda db: db.receipt(transaction))
 
 
-def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
-    """Open read-only and write every line the library yields, LF-terminated."""
+def _stream(ctx: click.Context, lines_of, *, flush_each: bool, out=None) -> None:
+    """Open read-only and write every line the library yields, LF-terminated (on ``out``: stdout)."""
     path = resolve_db_path(ctx.meta.get(_DB), os.environ)
-    out = sys.stdout.buffer
+    out = sys.stdout.buffer if out is None else out
     with connect(path, read_only=True, query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
         for line in lines_of(db):
             out.write(line.encode("utf-8") + b"\n")
@@ -230,29 +230,30 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool) -> None:
                    "(longer than the store's life: from its beginning; with --follow an integer that is no "
                    "transaction is a µs instant).")
 @click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
+@click.option("--chain", metavar="FILE", type=PATH, help="Append a BLAKE3 hash chain of the lines to FILE (verify-stream).")
 @click.pass_context
-def tail(ctx, since, follow):
+def tail(ctx, since, follow, chain):
     """Stream committed events as canonical NDJSON."""
-    if follow:
-        _stream(ctx, lambda db: db.follow_lines(since), flush_each=True)
-    else:
-        # An integer is a local tx id as in spec 04 §4; text is a time, resolved to its transaction.
-        _stream(ctx, lambda db: db.iter_events(db.resolve_time(since) if isinstance(since, str) else since),
-                flush_each=False)
+    # An integer is a local tx id as in spec 04 §4; text is a time, resolved to its transaction.
+    lines = (lambda db: db.follow_lines(since)) if follow else \
+        (lambda db: db.iter_events(db.resolve_time(since) if isinstance(since, str) else since))
+    with reviewing.chained_output(chain, sys.stdout.buffer) as out:   # stdout itself without --chain
+        _stream(ctx, lines, flush_each=follow, out=out)
 
 
 @cli.command()
 @common_options
 @click.argument("src", default="-", type=PATH)
 @click.option("--dry-run", is_flag=True, help="Validate and report what would change; commit nothing.")
+@click.option("--expect-digest", metavar="D", help="Refuse, writing nothing, unless the bytes have digest D (review --digest).")
 @click.pass_context
-def apply(ctx, src, dry_run):
+def apply(ctx, src, dry_run, expect_digest):
     """Merge an event/1 stream (file or '-' for stdin), all or nothing.
 
     \b
     Example: fgraph --db replica.db apply reviewed.ndjson
     """
-    long_running.apply(ctx, src, dry_run)
+    long_running.apply(ctx, src, dry_run, expect_digest)
 
 
 @cli.command()
@@ -317,17 +318,6 @@ def doctor(ctx, repair, expect_digest):
 def restore_backup(ctx, backup_file, dest):
     """Install the physical backup BACKUP at DEST (new or empty file), verified."""
     long_running.restore_backup(ctx, backup_file, dest)
-
-
-@cli.command()
-@common_options
-@click.argument("ref")
-@click.option("--operation-id", required=True, help="Idempotency key (required: an excision is never repeated blindly).")
-@click.option("--if-basis-tx", type=int, required=True, help="Fail with Conflict unless this is the latest committed transaction.")
-@click.pass_context
-def excise(ctx, ref, operation_id, if_basis_tx):
-    """Erase an entity from the present and from history, and scrub its bytes from disk."""
-    _run(ctx, RW, lambda db: db.excise(_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx))
 
 
 @cli.command()

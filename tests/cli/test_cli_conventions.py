@@ -22,7 +22,7 @@ from tests.support.paths import DOCS as DOCS_DIR, FIXTURES
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 DOCS = DOCS_DIR / "cli.md"
-NO_JSON_OPTION = {"tail", "snapshot", "mcp", "version"}  # output already JSON lines, or none
+NO_JSON_OPTION = {"tail", "snapshot", "mcp", "version", "render"}  # output already JSON lines, none, or text for diffs
 
 
 def test_the_command_list_fits_80_columns_without_cuts():

@@ -1,0 +1,86 @@
+"""The library behind the reviewed-stream commands (issue 35, docs/streams.md §Reviewing a
+stream): ``review``, ``render``, ``review --digest``, ``apply --expect-digest``, ``tail --chain``
+and ``verify-stream``. Each opens its file (or stdin for ``-``) and hands it to the streams wing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import IO
+
+from fgraph.bridges.ingest import open_stream
+from fgraph.core.errors import NotFound
+
+
+def _name(src: str) -> str:
+    return "stdin" if src == "-" else src
+
+
+def require_receiver(path: str) -> None:
+    """A review reads a receiver that exists: reviewing against a new file would create it."""
+    if path != ":memory:" and not os.path.exists(path):
+        raise NotFound(f"the receiver database {path!r} does not exist",
+                       "pass the store you would apply to with --db (or --against); `fgraph init` creates an "
+                       "empty one")
+
+
+def review_stream(db, src: str, stdin: IO) -> dict:
+    """What applying SRC to ``db`` would do, by a dry run (nothing is written)."""
+    from fgraph.streams.review import review
+    with open_stream(src, stdin) as handle:
+        return review(db, handle, _name(src))
+
+
+def review_markdown(result: dict) -> str:
+    from fgraph.streams.render import markdown
+    return markdown(result)
+
+
+def digest_stream(src: str, stdin: IO) -> dict:
+    """``blake3:<hex>`` of the exact bytes of SRC."""
+    from fgraph.streams.digest import digest_of
+    with open_stream(src, stdin) as handle:
+        return {"digest": digest_of(handle), "stream": _name(src)}
+
+
+def expecting(handle, digest: str | None):
+    """``handle`` itself, or (with a digest) a reader that refuses other bytes at the end of the stream."""
+    if digest is None:
+        return handle
+    from fgraph.streams.digest import DigestReader
+    return DigestReader(handle, digest)
+
+
+def render_stream(src: str, stdin: IO, out) -> None:
+    """Write the rendered text of SRC on the binary stream ``out``."""
+    from fgraph.streams.render import render_lines
+    with open_stream(src, stdin) as handle:
+        for line in render_lines(handle):
+            out.write(line.encode("utf-8") + b"\n")
+    out.flush()
+
+
+def chain_writer(path: str):
+    """The hash chain ``tail --chain`` keeps at ``path`` (continued when it exists)."""
+    from fgraph.streams.chain import ChainWriter
+    return ChainWriter(path)
+
+
+@contextlib.contextmanager
+def chained_output(path: str | None, out):
+    """``out`` itself without a chain; else ``out`` with each write (one line) linked into the chain at
+    ``path``, its links fsynced on each flush, after the lines themselves."""
+    if path is None:
+        yield out
+        return
+    from fgraph.streams.chain import ChainedOutput
+    with chain_writer(path) as chain:
+        yield ChainedOutput(out, chain)
+
+
+def verify_chained(src: str, chain: str, stdin: IO) -> dict:
+    """Whether SRC is exactly the lines the chain file covers, and where not."""
+    from fgraph.streams.chain import verify
+    with open_stream(src, stdin) as handle:
+        return {"stream": _name(src), **verify(handle, chain)}
