@@ -224,11 +224,12 @@ class Db:
         for line in self.follow_lines(since, interval=interval):
             yield loads(line)
 
-    def apply_summary(self, source, *, dry_run: bool = False, on_report=None) -> dict:
-        """Apply an event/1 stream in one transaction; returns the summary counts (spec 04 §5)."""
+    def apply_summary(self, source, *, dry_run: bool = False, on_report=None, optimistic: bool = False) -> dict:
+        """Apply an event/1 stream in one transaction; returns the summary counts (spec 04 §5).
+        ``optimistic`` dry runs raise ``fgraph.streams.apply.ConflictAhead`` at a conflict."""
         from fgraph.streams import apply as _apply
         self._writable()
-        return _apply.apply_stream(self._session, source, on_report=on_report, dry_run=dry_run)
+        return _apply.apply_stream(self._session, source, on_report=on_report, dry_run=dry_run, optimistic=optimistic)
 
     def apply(self, source) -> list:
         """Apply an event/1 stream; returns the report of every event, in order."""

@@ -149,8 +149,14 @@ def _flush(writer: WriteSession) -> None:
         writer.schema_cache.head = head._replace(changes=conn.total_changes())
 
 
+class ConflictAhead(Exception):
+    """An optimistic dry run met a record apply would refuse with ``Conflict``: run it again with a
+    savepoint per record (the caller still holds the stream's beginning). Not an ``FgraphError``:
+    it never reaches a user."""
+
+
 def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], None] | None = None,
-                 dry_run: bool = False, bulk: bool = True) -> dict:
+                 dry_run: bool = False, bulk: bool = True, optimistic: bool = False) -> dict:
     """Apply every record of ``source`` in one write transaction; returns the summary counts.
 
     Records are planned one by one, each as its own local transaction, and (``bulk``, the
@@ -161,6 +167,9 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
     With ``dry_run`` every record is applied inside its own savepoint and the whole
     transaction is rolled back at the end: conflicting events are counted and listed
     instead of aborting, and receiver values the stream would supersede are listed.
+    ``optimistic`` (with ``dry_run``) writes as a real apply does, in batches and without a
+    savepoint per record, and raises ``ConflictAhead`` at the first conflicting record; the same
+    reports and summary otherwise (``fgraph review`` of a file tries this first).
     """
     summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
     dry = DryRun(0) if dry_run else None
@@ -169,17 +178,22 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
         schema_cache.validate(conn)
         if dry is not None:
             dry.basis = Catalog(conn).latest_tx()
-        writer = session.buffered() if bulk and dry is None else session
+        careful = dry is not None and not optimistic
+        writer = session.buffered() if bulk and not careful else session
         for number, line in iter_lines(source):
             try:
                 record = parse_line(number, line, source)
-                if dry is not None:
+                if careful:
                     report = dry.apply(session, number, record)
                 else:
-                    report = apply_record(writer, record, details=on_report is not None)
+                    report = apply_record(writer, record, details=on_report is not None or dry is not None)
+                    if dry is not None:
+                        dry.note_disagreements(number, record, report)
                     if writer.overlay is not None and writer.overlay.full(APPLY_BATCH_ROWS, BATCH_BYTES):
                         _flush(writer)
             except FgraphError as exc:
+                if dry is not None and not careful and isinstance(exc, Conflict):
+                    raise ConflictAhead() from None
                 raise exc.at_line(number) from None
             summary["events"] += 1
             if report is None:
@@ -187,7 +201,7 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
             summary[report["status"]] += 1
             if on_report is not None:
                 on_report(report)
-        if writer.overlay is not None:
+        if writer.overlay is not None and dry is None:
             _flush(writer)
         summary["basis_tx"] = Catalog(conn).latest_tx()
         if dry is not None:

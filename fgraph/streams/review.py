@@ -24,7 +24,7 @@ import orjson
 from fgraph.core.canonical import loads
 from fgraph.core.errors import FgraphError
 from fgraph.core.limits import MAX_EVENT_BYTES
-from fgraph.streams.apply import parse_line
+from fgraph.streams.apply import ConflictAhead, parse_line
 from fgraph.streams.digest import formatted, hasher
 from fgraph.streams.render import show_name, show_selector, show_time, show_value
 
@@ -329,13 +329,29 @@ class Review:
                 "already_applied": self.already.as_dict("items"), "unified": self.unified.as_dict("items")}
 
 
+def _position(handle) -> int | None:
+    """Where a seekable handle stands (None for a pipe: it is read once, with savepoints)."""
+    try:
+        return handle.tell() if handle.seekable() else None
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def review(db, handle, stream: str = "stream") -> dict:
     """Review the event/1 stream ``handle`` (binary) against ``db`` by a dry-run apply; nothing is written."""
+    start = _position(handle)
     watcher = Review(handle, stream)
     basis = db.latest_tx()
     summary = None
     try:
-        summary = db.apply_summary(watcher, dry_run=True, on_report=watcher.on_report)
+        try:
+            # A file can be read twice: first as fast as a real apply; at a conflict, again with a
+            # savepoint per event so that every conflict is listed (decision R1).
+            summary = db.apply_summary(watcher, dry_run=True, on_report=watcher.on_report, optimistic=start is not None)
+        except ConflictAhead:
+            handle.seek(start)
+            watcher = Review(handle, stream)
+            summary = db.apply_summary(watcher, dry_run=True, on_report=watcher.on_report)
         basis = summary.get("basis_tx", basis)
     except FgraphError as exc:
         watcher.refuse(exc)

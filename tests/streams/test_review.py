@@ -134,3 +134,46 @@ def test_the_review_result_is_plain_json():
     finally:
         db.close()
     assert loads(dumps(result)) == result
+
+
+class Pipe(io.RawIOBase):
+    """The same bytes as a pipe would give them: readable once, not seekable."""
+
+    def __init__(self, data: bytes):
+        self._data = io.BytesIO(data)
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return False
+
+    def readinto(self, buffer):
+        chunk = self._data.read(len(buffer))
+        buffer[:len(chunk)] = chunk
+        return len(chunk)
+
+
+def test_a_file_reviewed_first_as_fast_as_apply_says_what_a_pipe_reviewed_with_savepoints_says():
+    """A seekable stream is dry-run without a savepoint per event, and again with them when a
+    conflict shows up; the review is the same as the careful one of a pipe, conflicts or not."""
+    data = source_stream()
+    clash = store("review-clash", 1_950_000_000_000_000)
+    try:
+        clash.declare("person/email", type="text", unique=True)
+        clash.transact({"id": "carol", "person/email": "b@x"})       # bob's email is taken here
+        for make, passes in ((receiver, [True]), (lambda: clash, [True, False])):
+            db = make()
+            calls, real = [], db.apply_summary
+
+            def spy(*args, optimistic=False, **kwargs):
+                calls.append(optimistic)
+                return real(*args, optimistic=optimistic, **kwargs)
+            db.apply_summary = spy
+            seekable = run(db, data)
+            assert calls == passes                                      # fast first; careful after a conflict
+            piped = review(db, io.BufferedReader(Pipe(data)), "s.events.ndjson")
+            assert calls == passes + [False] and seekable == piped
+        assert seekable["counts"]["conflicting"] == 1 and seekable["unique_collisions"]["items"]
+    finally:
+        clash.close()
