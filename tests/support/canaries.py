@@ -33,12 +33,15 @@ def write_history(db: fgraph.Db, others: int = 6) -> None:
 
 
 def canary_hits(directory: Path, prefix: str = "") -> dict:
-    """``{file: hits}`` for every file under ``directory`` (named ``prefix*`` at the top) holding a canary."""
+    """``{file: hits}`` for every file holding a canary: with a ``prefix``, the files of ``directory``
+    named ``prefix*`` (a store and everything beside it); without, every file under ``directory``."""
     hits = {}
     for root, _, files in os.walk(directory):
+        if prefix and Path(root) != Path(directory):
+            continue
         for name in files:
             path = Path(root) / name
-            if Path(root) == Path(directory) and not name.startswith(prefix):
+            if not name.startswith(prefix):
                 continue
             if not path.is_file():
                 continue
