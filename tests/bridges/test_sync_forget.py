@@ -357,3 +357,27 @@ def test_a_log_that_delivers_out_of_order_still_forgets_and_keeps_the_source_ord
     never = state(tmp_path / "never.db")["others"]
     assert state(tmp_path / "early.db")["others"] == state(tmp_path / "late.db")["others"] == never
     assert "after the excision" in never
+
+
+def test_a_receiver_whose_own_data_refuses_a_remainder_is_told_to_restore_from_a_snapshot(tmp_path):
+    with fgraph.connect(tmp_path / "a.db") as db:
+        db.declare("user/email", type="text", unique=True)
+        db.transact([{"id": "ada", "note/text": canaries.SHORT}, {"id": "carol", "user/email": "c@example.test"}])
+        db.excise("ada", operation_id="forget-ada", if_basis_tx=db.latest_tx())
+    with fgraph.connect(tmp_path / "r.db") as db:
+        db.declare("user/email", type="text", unique=True)
+        db.transact([{"id": "dave", "user/email": "c@example.test"}])      # the receiver's own, first
+    proc = subprocess.run([FGRAPH, "sync", "--from", "a.db", "--to", "r.db"], cwd=tmp_path, env=env(),
+                          capture_output=True, timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err.startswith("Conflict: sync from 'a.db' stopped at event ") and "Traceback" not in err
+    assert "remainder of that redacted event cannot be applied" in err and "restore this store from a snapshot" in err
+    # and the way out works: a store restored from the source's snapshot takes the stream as it is
+    snapshot = subprocess.run([FGRAPH, "--db", "a.db", "snapshot"], cwd=tmp_path, env=env(), capture_output=True,
+                              check=True, timeout=120).stdout
+    (tmp_path / "s.ndjson").write_bytes(snapshot)
+    subprocess.run([FGRAPH, "--db", "new.db", "restore", "s.ndjson"], cwd=tmp_path, env=env(), check=True,
+                   capture_output=True, timeout=120)
+    summary = file_sync.sync([tmp_path / "a.db"], tmp_path / "new.db")
+    assert summary["redacted_held"] >= 1 and summary["remainders"] == 0 and summary["applied"] == 0
+    assert_forgotten(tmp_path, "new")
