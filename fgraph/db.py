@@ -176,6 +176,11 @@ class Db:
         from fgraph.ops import propagate
         return propagate.holds(self.connection, event)
 
+    def stand_ins(self):
+        """What this store holds in place of events it must not take again (``propagate.StandIns``)."""
+        from fgraph.ops import propagate
+        return propagate.StandIns(self.connection)
+
     def carry_out_excision(self, record: dict, source: str) -> dict:
         """Perform another store's excision (its ``excision/1`` record) on this store, once."""
         from fgraph.ops import propagate
@@ -224,12 +229,15 @@ class Db:
         for line in self.follow_lines(since, interval=interval):
             yield loads(line)
 
-    def apply_summary(self, source, *, dry_run: bool = False, on_report=None, optimistic: bool = False) -> dict:
+    def apply_summary(self, source, *, dry_run: bool = False, on_report=None, optimistic: bool = False,
+                      skip=None) -> dict:
         """Apply an event/1 stream in one transaction; returns the summary counts (spec 04 §5).
-        ``optimistic`` dry runs raise ``fgraph.streams.apply.ConflictAhead`` at a conflict."""
+        ``optimistic`` dry runs raise ``fgraph.streams.apply.ConflictAhead`` at a conflict; records
+        for which ``skip(record)`` is true are passed over (sync's stand-ins)."""
         from fgraph.streams import apply as _apply
         self._writable()
-        return _apply.apply_stream(self._session, source, on_report=on_report, dry_run=dry_run, optimistic=optimistic)
+        return _apply.apply_stream(self._session, source, on_report=on_report, dry_run=dry_run,
+                                   optimistic=optimistic, skip=skip)
 
     def apply(self, source) -> list:
         """Apply an event/1 stream; returns the report of every event, in order."""

@@ -87,7 +87,8 @@ class Source:
         self.since = GENESIS_TX
         self.latest = GENESIS_TX
         self.counts = {"already_applied": 0, "applied": 0, "batches": 0, "events": 0, "noop": 0,
-                       "redacted_held": 0, "redacted_skipped": 0, "remainders": 0}
+                       "redacted_held": 0, "redacted_skipped": 0, "remainders": 0, "stood_in": 0}
+        self.stand_ins = None                           # the target's, set when the target is open
 
     def resume(self, entry, target) -> None:
         """Take the position from a cursor entry when it still holds for this source and the target."""
@@ -190,8 +191,12 @@ def _located(exc: FgraphError, source: Source, since: int, through: int) -> Fgra
             with contextlib.suppress(FgraphError):
                 tx = source.db.resolve({"eid": event})
     where = f"event {event} (source tx {tx})" if event is not None else f"the events after source tx {since}"
+    hint = exc.hint
+    if source.stand_ins is not None and source.stand_ins.received_excisions():
+        hint += (f"; if {source.path!r} has not yet carried out an excision this store has, it may still hold "
+                 "what was erased: sync it from its own sources first, then retry (docs/forgetting.md F1)")
     located = type(exc)(f"sync from {source.path!r} stopped at {where}; nothing of its batch was written, "
-                        f"the target has this source through tx {since}: {message}", exc.hint)
+                        f"the target has this source through tx {since}: {message}", hint)
     located.source, located.event, located.source_tx = source.path, event, tx
     return located
 
@@ -232,9 +237,6 @@ def _redacted(source: Source, target, line: str) -> None:
         source.anchor = (source.db.resolve({"eid": event}), event)
         return
     remainder = source.db.redacted_remainder(event)
-    if remainder is None:
-        source.counts["redacted_skipped"] += 1
-        return
     try:
         summary = target.apply_summary([remainder])
     except FgraphError as exc:
@@ -267,14 +269,14 @@ def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
             since = source.position
             run = _Run(first, lines, batch_size - read)
             try:
-                summary = target.apply_summary(iter(run))
+                summary = target.apply_summary(iter(run), skip=source.stand_ins.covers)
             except FgraphError as exc:
                 raise _located(exc, source, since, through) from None
             read += run.count
             event = _event_of(run.last)
             source.position = source.db.resolve({"eid": event})
             source.anchor = (source.position, event)
-            for key in ("already_applied", "applied", "events", "noop"):
+            for key in ("already_applied", "applied", "events", "noop", "stood_in"):
                 source.counts[key] += summary[key]
             if run.special is not None:
                 _redacted(source, target, run.special)
@@ -351,8 +353,10 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
         stack.enter_context(target_lock(beside))
         cursors = Cursors(cursor_path(beside))
         db = stack.enter_context(connect(target))
+        stand_ins = db.stand_ins()
         for source in opened:
             source.resume(cursors.sources.get(source.key), db)
+            source.stand_ins = stand_ins
         while True:
             read = sync_round(opened, db, cursors, batch_size, stop)
             if not follow or stop():
@@ -361,6 +365,6 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
                 _wait(interval, stop)
         totals = {key: sum(s.counts[key] for s in opened)
                   for key in ("already_applied", "applied", "events", "noop", "redacted_held", "redacted_skipped",
-                              "remainders")}
+                              "remainders", "stood_in")}
         return {**totals, "basis_tx": db.latest_tx(), "excisions": [e for s in opened for e in s.excisions],
                 "target": target, "sources": [s.report() for s in opened]}

@@ -40,7 +40,7 @@ def publish_redacted(source, log, line: str) -> None:
         return
     excision = db.excision_record(event)
     remainders = 0
-    for redacted in excision["partial"]:
+    for redacted in excision["redacts"]:
         remainder = db.redacted_remainder(redacted)
         if remainder is not None:
             log.put(store, "remainder", redacted, remainder, remainder_event(redacted))
@@ -96,6 +96,7 @@ class Consumer:
     def __init__(self, db, log, counts: dict, excisions: list):
         self.db, self.log, self.counts, self.excisions = db, log, counts, excisions
         self.index = ExcisionIndex(log)
+        self.stand_ins = db.stand_ins()
 
     def process(self, records) -> tuple[list, list]:
         self.index.fresh()
@@ -129,8 +130,8 @@ class Consumer:
     def flush(self) -> None:
         if not self.lines:
             return
-        summary = self.db.apply_summary(record.line for record in self.lines)
-        for key in ("already_applied", "applied", "events", "noop"):
+        summary = self.db.apply_summary((record.line for record in self.lines), skip=self.stand_ins.covers)
+        for key in ("already_applied", "applied", "events", "noop", "stood_in"):
             self.counts[key] += summary[key]
         self.counts["batches"] += 1
         self.done.extend(self.lines)
@@ -149,7 +150,7 @@ class Consumer:
                 steps.append(("excise", record, prev))
                 prev = record["prev"]
             else:
-                steps.append(("remainder" if prev in record["partial"] else "skip", record, prev))
+                steps.append(("remainder", record, prev))
                 prev = record["chain"].get(prev)
         return None
 
@@ -159,10 +160,8 @@ class Consumer:
         for kind, record, event in steps:
             if kind == "excise":
                 self.carry_out(record)
-            elif kind == "remainder":
-                self.take_remainder(store, event)
             else:
-                self.counts["redacted_skipped"] += 1
+                self.take_remainder(store, event)
             self.known.add(event)
 
     def redacted(self, record, steps) -> bool:

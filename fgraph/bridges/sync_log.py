@@ -246,7 +246,7 @@ def consume(log: Log, target: str, *, batch_size: int = DEFAULT_BATCH, follow: b
     stop = stop or (lambda: False)
     from fgraph.db import connect
     counts = {"already_applied": 0, "applied": 0, "batches": 0, "deferred": 0, "events": 0, "noop": 0,
-              "redacted_held": 0, "redacted_skipped": 0, "remainders": 0}
+              "redacted_held": 0, "redacted_skipped": 0, "remainders": 0, "stood_in": 0}
     excisions: list = []
     with connect(str(target)) as db:
         consumer = "fgraph-" + store_id(db)

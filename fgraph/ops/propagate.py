@@ -15,7 +15,9 @@ excision and its scrub are done; ``doctor`` reports a note still there.
 ``remainder_line`` renders what is still in a store of a redacted event (facts of other entities
 it asserted or retracted, identities it created that were not excised) as an ordinary event/1
 line with a UUID derived from the redacted one: what a receiver that never had the event can
-still take of it. The erased content is never rebuilt: it is not in the store any more.
+still take of it; its ``meta`` names the event it remains of (``{"remainder_of": uuid}``, with the
+event's own meta under ``remainder_of_meta``). The erased content is never rebuilt: it is not in the
+store any more. ``StandIns`` keeps a store from taking an event and its remainder both.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def describe(conn, event: str) -> dict:
     name = cat.name_of(x)
     target = name if name is not None else {"eid": gid_to_uuid(cat.gid_of(x))}
     operation = row[2] or ""
-    origin = operation[len(OPERATION_PREFIX):] if operation.startswith(OPERATION_PREFIX) else event
+    origin = operation[len(OPERATION_PREFIX):].split(":")[0] if operation.startswith(OPERATION_PREFIX) else event
     chain, partial = {}, []
     for uuid in document["redacts"]:
         redacted = _tx_of(cat, uuid)
@@ -146,10 +148,13 @@ def remainder_event(event: str) -> str:
 def remainder_line(conn, event: str) -> str | None:
     """What survives here of this store's redacted event ``event``, as an ordinary event/1 line
     (its *remainder*: the facts of other entities it asserted and retracted, the identities it
-    created that were not excised, its provenance and time), or None when nothing survives."""
+    created that were not excised, its provenance and time; with no fact at all when nothing
+    survives: the receiver keeps it as the trace that the event was erased, ``StandIns``), or None
+    when ``event`` is not a redacted event of this store."""
     cat = Catalog(conn)
     tx = _tx_of(cat, check_event_uuid(event))
-    if tx is None or not _has_remainder(conn, tx):
+    if tx is None or conn.execute("SELECT 1 FROM fgraph_events WHERE tx = ? AND event_data IS NULL",
+                                  (tx,)).fetchone() is None:
         return None
     excised = {row[0] for row in conn.execute("SELECT v FROM fgraph_facts WHERE a = ? AND t = 0", (A_EXCISED,))}
 
@@ -162,7 +167,8 @@ def remainder_line(conn, event: str) -> str | None:
         return [portable(e), portable(a), values.render(t, v, blob, portable), values.logical_name(t)]
 
     document = {"asserted": [], "at": cat.imported_at(tx) or cat.tx_at(tx), "created": [],
-                "event": remainder_event(event), "fgraph": "event/1", "retracted": []}
+                "event": remainder_event(event), "fgraph": "event/1", "meta": {REMAINDER_OF: event},
+                "retracted": []}
     used = set()
     for e, a, v, t in conn.execute("SELECT e, a, v, t FROM fgraph_facts WHERE tx = ?1 AND e != ?1 ORDER BY id", (tx,)):
         document["asserted"].append(item(e, a, v, t))
@@ -179,7 +185,7 @@ def remainder_line(conn, event: str) -> str | None:
         if a in (A_BY, A_SOURCE) and t == values.TAG_TEXT:
             document["by" if a == A_BY else "source"] = v
         elif a == A_META and t == values.TAG_JSON:
-            document["meta"] = loads(v)
+            document["meta"][REMAINDER_OF + "_meta"] = loads(v)
         else:
             blob = cat.blob(v) if t in values.INDIRECT_TAGS else None
             tx_facts.append([portable(a), values.render(t, v, blob, portable), values.logical_name(t)])
@@ -194,6 +200,32 @@ def holds(conn, event: str) -> bool:
     return tx is not None and conn.execute("SELECT 1 FROM fgraph_events WHERE tx = ?", (tx,)).fetchone() is not None
 
 
+REMAINDER_OF = "remainder_of"
+
+
+class StandIns:
+    """The events a store must not take again, since it holds what stands for them: an event whose
+    remainder it took (the event itself, arriving later from a store that has not excised yet,
+    would bring the erased content back and regress what came after it), and a remainder (its
+    ``meta`` names the event it remains of) of an event it holds, whole or redacted."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def received_excisions(self) -> bool:
+        """Has this store carried out an excision another store sent, or taken a remainder? (A scan
+        of the events: asked only to explain a failure.)"""
+        return self.conn.execute("SELECT 1 FROM fgraph_events WHERE operation_id GLOB ?1 OR "
+                                 "instr(event_data, ?2) > 0 LIMIT 1",
+                                 (OPERATION_PREFIX + "*", f'"meta":{{"{REMAINDER_OF}":')).fetchone() is not None
+
+    def covers(self, record: dict) -> bool:
+        meta = record.get("meta")
+        if type(meta) is dict and type(meta.get(REMAINDER_OF)) is str and holds(self.conn, meta[REMAINDER_OF]):
+            return True
+        return holds(self.conn, remainder_event(record["event"]))
+
+
 def _local_target(cat: Catalog, target):
     """The receiver's name or id for the record's target, None when it has no such entity."""
     if isinstance(target, str):
@@ -202,34 +234,45 @@ def _local_target(cat: Catalog, target):
 
 
 def carry_out(session: WriteSession, path: str, record: dict, source: str) -> dict:
-    """Perform ``record``'s excision on this store, once; returns where it stands here:
-    ``applied`` (erased now), ``already_applied`` (an earlier run did; a scrub it owed is finished
-    now), ``already_excised`` (erased by another excision), or ``nothing_here``."""
+    """Perform ``record``'s excision on this store; returns where it stands here: ``applied``
+    (erased now), ``already_applied`` (an earlier run did; a scrub it owed is finished now),
+    ``already_excised`` (erased by another excision), or ``nothing_here``.
+
+    Data about the target that arrived after it was erased here (from a store that had not
+    carried the excision out yet) is erased again, under ``<operation id>:<n>``."""
     from fgraph.ops import excise as _excise
     conn = session.conn
     operation = operation_for(record["origin"])
     outcome = {"origin": record["origin"], "event": record["event"], "source": source,
                "target": record["target"]}
     cat = Catalog(conn)
-    if cat.operation(operation) is None:
-        local = _local_target(cat, record["target"])
-        if local is None:
-            return {**outcome, "status": "nothing_here"}
-        x = local if isinstance(local, int) else cat.id_by_name(local)
-        again = conn.execute("SELECT 1 FROM fgraph_facts WHERE a = ? AND t = 0 AND v = ? LIMIT 1",
-                             (A_EXCISED, x)).fetchone() is not None
-        if again and not _anything_of(conn, x):
+    done = cat.operation(operation) is not None
+    local = _local_target(cat, record["target"])
+    if local is None:
+        return {**outcome, "status": "already_applied" if done else "nothing_here"}
+    x = local if isinstance(local, int) else cat.id_by_name(local)
+    excised = conn.execute("SELECT 1 FROM fgraph_facts WHERE a = ? AND t = 0 AND v = ? LIMIT 1",
+                           (A_EXCISED, x)).fetchone() is not None
+    if (done or excised) and not _anything_of(conn, x):
+        if not done:
             return {**outcome, "status": "already_excised"}
+        report = _excise.excise(session, path, local, operation_id=operation, again=True)  # finishes an owed scrub
     else:
-        local, again = _local_target(cat, record["target"]), True
-        if local is None:
-            return {**outcome, "status": "already_applied"}
-    owe(path, record, source)
-    report = _excise.excise(session, path, local, operation_id=operation, again=again)
+        if done:
+            operation = _repeat(cat, operation)
+        owe(path, record, source)
+        report = _excise.excise(session, path, local, operation_id=operation, again=done or excised)
     scrubbed = report.get("scrub", {"complete": True})
     if scrubbed.get("complete", True):
         settle(path, record["origin"])
     return {**outcome, "status": report["status"], "tx": report["tx"], "scrub_complete": bool(scrubbed.get("complete", True))}
+
+
+def _repeat(cat: Catalog, operation: str) -> str:
+    n = 2
+    while cat.operation(f"{operation}:{n}") is not None:
+        n += 1
+    return f"{operation}:{n}"
 
 
 def _anything_of(conn, x: int) -> bool:

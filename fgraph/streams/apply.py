@@ -156,7 +156,7 @@ class ConflictAhead(Exception):
 
 
 def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], None] | None = None,
-                 dry_run: bool = False, bulk: bool = True, optimistic: bool = False) -> dict:
+                 dry_run: bool = False, bulk: bool = True, optimistic: bool = False, skip=None) -> dict:
     """Apply every record of ``source`` in one write transaction; returns the summary counts.
 
     Records are planned one by one, each as its own local transaction, and (``bulk``, the
@@ -170,8 +170,12 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
     ``optimistic`` (with ``dry_run``) writes as a real apply does, in batches and without a
     savepoint per record, and raises ``ConflictAhead`` at the first conflicting record; the same
     reports and summary otherwise (``fgraph review`` of a file tries this first).
+    ``skip(record)`` true: the record is passed over and counted as ``stood_in`` (sync: the target
+    holds what stands for it, ``fgraph.ops.propagate.StandIns``).
     """
     summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
+    if skip is not None:
+        summary["stood_in"] = 0
     dry = DryRun(0) if dry_run else None
     conn, schema_cache = session.conn, session.schema_cache
     with write_transaction(conn, schema_cache, session.identity_cache) as txn:
@@ -183,6 +187,10 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
         for number, line in iter_lines(source):
             try:
                 record = parse_line(number, line, source)
+                if skip is not None and skip(record):
+                    summary["events"] += 1
+                    summary["stood_in"] += 1
+                    continue
                 if careful:
                     report = dry.apply(session, number, record)
                 else:

@@ -58,7 +58,9 @@ def test_the_remainder_is_what_survives_and_nothing_of_the_erased(source):
     db, report = source
     record = db.excision_record(report["event"])
     full = [u for u in record["redacts"] if u not in record["partial"]]
-    assert full and all(db.redacted_remainder(u) is None for u in full)
+    assert full and all(json.loads(db.redacted_remainder(u))["asserted"] == [] for u in full)   # traces only
+    assert all(json.loads(db.redacted_remainder(u))["meta"] == {"remainder_of": u} for u in full)
+    assert db.redacted_remainder(report["event"]) is None                  # not a redacted event
     remainders = [json.loads(db.redacted_remainder(u)) for u in record["partial"]]
     text = json.dumps(remainders)
     assert "CANARY" not in text and "ada" not in text
