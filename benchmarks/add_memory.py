@@ -11,21 +11,12 @@ means the peak at the largest size is within a few MiB of the smallest's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import event_payload, fgraph_executable, rate, run_measured  # noqa: E402
-
-
-def write_lines(path: str, count: int, seed: int = 5) -> None:
-    rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8") as out:
-        for i in range(count):
-            out.write(json.dumps(event_payload(rng, i, max(10, count // 3))) + "\n")
+from common import write_lines, fgraph_executable, rate, run_measured  # noqa: E402
 
 
 def main() -> None:

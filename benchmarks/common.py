@@ -76,3 +76,11 @@ def build_store(path: str, events: int, seed: int = 11) -> float:
 
 def rate(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else float("inf")
+
+
+def write_lines(path: str, count: int, seed: int = 5) -> None:
+    """``count`` one-record NDJSON lines for ``fgraph add`` (the payloads of ``build_store``)."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as out:
+        for i in range(count):
+            out.write(json.dumps(event_payload(rng, i, max(10, count // 3))) + "\n")

@@ -244,7 +244,10 @@ class Engine:
                     key_params += keys[pos][1]
             if len(key_conds) > 1:
                 index = hint if path == access else ""
-                units += self.conn.execute(f"SELECT count(*) FROM {rel.table} b, fgraph_facts f{index} WHERE "
+                # CROSS JOIN keeps the bindings outside, as the pattern's own statement reads them:
+                # left free, SQLite may walk the attribute's whole range and probe the bindings
+                # from it (a point join over 1,000,000 transactions: 95 ms, not 0.02; issue 34)
+                units += self.conn.execute(f"SELECT count(*) FROM {rel.table} b CROSS JOIN fgraph_facts f{index} WHERE "
                                            + " AND ".join(key_conds + filters), key_params).fetchone()[0]
             else:
                 bindings = self.count(rel) if not filters else self.conn.execute(

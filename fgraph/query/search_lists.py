@@ -124,15 +124,25 @@ class Lists:
         ranked = Ranked()
         if not fts_query:
             return ranked
-        only = ""
-        if attribute_ids:
-            only = f" AND f.a IN ({','.join('?' * len(attribute_ids))})"
-        cursor = self.conn.execute(
-            "SELECT f.id, f.e FROM fgraph_fts JOIN fgraph_facts AS f ON f.id = fgraph_fts.rowid "
-            f"WHERE fgraph_fts MATCH ? AND f.a > {SYSTEM_MAX}{only} ORDER BY fgraph_fts.rank, fgraph_fts.rowid",
-            (fts_query, *attribute_ids))
-        _collect(cursor, ranked, allowed, cap, self.charge)
+        ranking = self.conn.execute("SELECT rowid FROM fgraph_fts WHERE fgraph_fts MATCH ? ORDER BY rank, rowid",
+                                    (fts_query,))
+        _collect(self._facts_in_order(ranking, attribute_ids), ranked, allowed, cap, self.charge)
         return ranked
+
+    def _facts_in_order(self, ranking, attribute_ids: tuple):
+        """(fact id, entity) of the ranked FTS rows, in their order, that are application facts
+        (of ``attribute_ids`` when given). The facts are read a chunk at a time as the list is
+        consumed, not joined to every match: a common word matches a fifth of a large store's
+        notes and the list stops after ``cap`` entities (issue 34)."""
+        size = 64
+        while chunk := [rowid for (rowid,) in itertools.islice(ranking, size)]:
+            found = {fact_id: (e, a) for fact_id, e, a in self.conn.execute(
+                f"SELECT id, e, a FROM fgraph_facts WHERE id IN ({','.join('?' * len(chunk))})", chunk)}
+            for fact_id in chunk:
+                row = found.get(fact_id)
+                if row is not None and row[1] > SYSTEM_MAX and (not attribute_ids or row[1] in attribute_ids):
+                    yield fact_id, row[0]
+            size = min(size * 2, 512)
 
     def snippet(self, fts_query: str, fact_id: int) -> str:
         row = self.conn.execute("SELECT snippet(fgraph_fts, 0, '[', ']', '…', 12) FROM fgraph_fts "

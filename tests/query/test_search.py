@@ -160,3 +160,32 @@ def test_errors_say_what_to_fix(db):
     with pytest.raises(fgraph.NotFound) as caught:
         db.search(text="x", text_attributes=["no/such"])
     assert "no/such" in caught.value.message
+
+
+@pytest.mark.parametrize("attributes", [(), ("note/text",)])
+def test_the_keyword_list_keeps_the_order_and_work_of_one_joined_statement(db, attributes):
+    """The list reads the facts of the ranked FTS rows a chunk at a time (issue 34): across
+    chunk boundaries, with system and other attributes' rows skipped, it holds the entities and
+    charges the work of the single statement that joined every match to its fact."""
+    rng = random.Random(4)
+    for i in range(400):
+        words = " ".join(rng.choice(["alpha", "beta", "gamma"]) for _ in range(rng.randint(1, 6)))
+        db.transact({"id": f"n{i}", "note/text": f"{words} alpha",
+                     "note/title": "alpha " * rng.randint(1, 3)})
+    db.declare("note/kind", doc="alpha documentation, never searched")
+    result = db.search(text="alpha", k=100, text_attributes=attributes)
+    only = f" AND f.a IN ({','.join('?' * len(attributes))})" if attributes else ""
+    ids = [db.connection.execute("SELECT id FROM fgraph_ids WHERE name = ?", (a,)).fetchone()[0]
+           for a in attributes]
+    rows = db.connection.execute(
+        "SELECT f.id, f.e FROM fgraph_fts JOIN fgraph_facts AS f ON f.id = fgraph_fts.rowid "
+        f"WHERE fgraph_fts MATCH '\"alpha\"' AND f.a > 63{only} ORDER BY fgraph_fts.rank, fgraph_fts.rowid",
+        ids).fetchall()
+    seen, expected, work = set(), [], 0
+    for _, e in rows:
+        work += 1
+        if e not in seen:
+            seen.add(e)
+            expected.append(db.connection.execute("SELECT name FROM fgraph_ids WHERE id = ?", (e,)).fetchone()[0])
+    assert [h["entity"] for h in result["hits"]] == expected[:100]
+    assert result["work_used"] >= work and len(rows) > 64 * 3
