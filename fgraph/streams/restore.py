@@ -16,6 +16,7 @@ import apsw
 
 from fgraph.core import values
 from fgraph.streams.lines import iter_lines, not_utf8
+from fgraph.streams.restore_lookups import Lookups, selector_key, size_temp_cache
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
 from fgraph.core.canonical import dumps, dumps_bytes, loads
 from fgraph.core.catalog import Catalog
@@ -58,8 +59,6 @@ class _RowRefused(Exception):
 
 
 class Restorer:
-
-
     """Turns snapshot/1 records, in order, into rows of a pristine database."""
     def __init__(self, conn):
         self.conn = conn
@@ -82,6 +81,7 @@ class Restorer:
         self.pending: list[tuple] = []            # (id, e, a, v, t, blob, tx, rx, attribute, line)
         self.pending_bytes = 0
         self.next_fact_id: int | None = None
+        self.known = Lookups(conn)  # what the facts ask again and again, from bounded memory
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS restore_times (tx INTEGER PRIMARY KEY, at INTEGER, origin INTEGER)")
         conn.execute("DELETE FROM temp.restore_times")
 
@@ -219,12 +219,15 @@ class Restorer:
             raise _type("a fact must be [entity, attribute, value, tag, tx_event, rx_event]")
         e_sel, attr, raw, tag, tx_event, rx_event = f
         e = self.resolve(e_sel)
-        if not isinstance(attr, str):
-            raise _type(f"fact attribute {attr!r} must be an attribute name")
-        check_attribute_name(attr)
-        a = self.cat.id_by_name(attr)
+        a = self.known.identity(("attribute", attr)) if type(attr) is str else None
         if a is None:
-            raise NotFound(f"attribute {attr!r} is not created by any receipt", "the snapshot is incomplete")
+            if not isinstance(attr, str):
+                raise _type(f"fact attribute {attr!r} must be an attribute name")
+            check_attribute_name(attr)
+            a = self.cat.id_by_name(attr)
+            if a is None:
+                raise NotFound(f"attribute {attr!r} is not created by any receipt", "the snapshot is incomplete")
+            self.known.remember(("attribute", attr), a)
         if not isinstance(tag, str) or tag not in values.LOGICAL_TYPES:
             raise _type(f"unknown tag {tag!r}")
         decoded = values.from_tagged(raw, tag)
@@ -269,8 +272,11 @@ class Restorer:
         rows.index_facts([(row[0], row[3] if row[4] == values.TAG_TEXT else row[5]) for row in pending
                           if row[7] is None and row[4] in FTS_TAGS])
 
-
     def resolve(self, sel) -> int:
+        key = selector_key(sel)
+        found = self.known.identity(key)
+        if found is not None:
+            return found
         if isinstance(sel, str):
             found = self.cat.id_by_name(sel)
         elif isinstance(sel, dict) and set(sel) == {"eid"}:
@@ -279,13 +285,19 @@ class Restorer:
             raise _type(f"selector {sel!r} must be a name or {{\"eid\": uuid}}")
         if found is None:
             raise NotFound(f"identity {sel!r} is not created by any receipt", "the snapshot is incomplete")
+        self.known.remember(key, found)
         return found
 
     def event_tx(self, event, missing=NotFound) -> int:
+        found = self.known.event(event)
+        if found is not None:
+            return found
         check_event_uuid(event, "fact event")
-        found = self.cat.id_by_gid(uuid_to_gid(event))
+        gid = uuid_to_gid(event)
+        found = self.known.transaction_of(gid) or self.cat.id_by_gid(gid)  # one query for a transaction
         if found is None or not self.cat.is_transaction(found):
             raise missing(f"event {event} has no receipt in this snapshot", "the snapshot is incomplete or altered")
+        self.known.remember_event(event, found, ahead=missing is NotFound)  # asserting events come in order
         return found
 
     # -- footer ---------------------------------------------------------------------
@@ -325,7 +337,6 @@ class Restorer:
             raise Conflict(f"transaction {bad[0]}: receipt times disagree with its facts",
                            "the snapshot was altered; restore an unmodified one")
 
-
     # -- decision 7: facts agree with the events that wrote them ---------------------
     def contradiction(self, problems) -> None:
         """Every fact is checked against the payloads of the events that asserted and retracted it
@@ -351,24 +362,12 @@ def restore(conn, source, *, final_check, on_record=None) -> dict:
     """
     # The receipts' times wait in a temporary table until the facts arrive: a small cache for it
     # keeps memory flat (it spills to the temporary file instead of growing with the stream).
-    saved = _size_temp_cache(conn, TEMP_CACHE_KIB)
+    saved = size_temp_cache(conn, TEMP_CACHE_KIB)
     try:
         return _restore(conn, source, final_check=final_check, on_record=on_record)
     finally:
         if saved is not None:
-            _size_temp_cache(conn, saved)
-
-
-def _size_temp_cache(conn, kib: int) -> int | None:
-    """Set the temporary database's cache size; the previous one, or None when SQLite could not
-    (an I/O fault, a closed handle): it only sizes a cache, and the restore's own outcome (or
-    its error) is what the caller must see, never a failure to tune memory."""
-    try:
-        previous = conn.execute("PRAGMA temp.cache_size").fetchone()[0]
-        conn.execute(f"PRAGMA temp.cache_size = {int(kib)}")
-        return int(previous)
-    except apsw.Error:
-        return None
+            size_temp_cache(conn, saved)
 
 
 def _restore(conn, source, *, final_check, on_record) -> dict:

@@ -1,7 +1,8 @@
 """Proves doctor's second process (``fgraph.ops.doctor.worker``): on a file large enough to use it,
 the report equals the single-process one on clean and damaged stores (agreement problems on
-the retracting side included, with the same first fact), and a worker that fails in any way
-leaves the report unchanged because its checks then run in the parent."""
+the asserting side, which the worker walks, and on the retracting side included, with the same
+first fact), and a worker that fails in any way leaves the report unchanged because its checks
+then run in the parent."""
 
 from __future__ import annotations
 
@@ -55,15 +56,17 @@ def test_the_worker_gives_the_single_process_report(template, tmp_path, monkeypa
 
 
 @pytest.mark.parametrize(("child", "damaged"), [
-    ("import sys; sys.exit(3)", True), ("print('garbage')", True), ("print('{\"retracted\": \"x\"}')", True),
+    ("import sys; sys.exit(3)", True), ("print('garbage')", True), ("print('{\"asserted\": \"x\"}')", True),
     ("import time; time.sleep(0.2)", True),
     # a sound first answer (the file is clean), then a broken integrity answer
-    ("print('{\"retracted\": [0, null]}'); print('{\"integrity\": 5}')", False)])
+    ("print('{\"asserted\": [0, null]}'); print('{\"integrity\": 5}')", False)])
 def test_a_failing_worker_changes_nothing(template, tmp_path, monkeypatch, child, damaged):
     path = copy_of(template, tmp_path)
     if damaged:
         retract_side_damage(path)
+        damage(path, DAMAGE["fact value rewritten"][0])  # the asserting side, the worker's half
     expected = single_process(path, monkeypatch)
+    assert not damaged or [p.detail["side"] for p in expected.problems if p.kind == "agreement"] == ["asserted"]
     monkeypatch.setattr("fgraph.ops.doctor.checkup.worth_it", lambda p: True)
     monkeypatch.setattr(worker_module, "CHILD", child)
     found = diagnosis(path)

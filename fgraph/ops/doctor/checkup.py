@@ -43,7 +43,7 @@ class Checkup:
         self.meta: dict = {}
         self.attr_groups: list = []
         self.disagreeing_facts = 0  # counted by the event pass, reported in the agreement check's place
-        self.worker: CheckWorker | None = None  # runs the retracting walk and integrity check when set
+        self.worker: CheckWorker | None = None  # runs the asserting walk and integrity check when set
         self.first_asserted = self.first_retracted = None  # (fact id, attribute) of each walk's first
         self.missing_blobs = self.bad_tags = self.bad_values = 0
         physical.register_functions(conn)
@@ -96,7 +96,7 @@ def diagnose(conn: apsw.Connection, *, expect_digest: str | None = None, second_
     ``second_handle``: a callable opening another read-only connection to the same file; the
     physical integrity check then runs on it in a thread while the logical checks run here.
     ``worker_path``: the file's path; when the file is large, a second process (``worker``)
-    runs the integrity check and the retracting half of the agreement walk instead.
+    runs the integrity check and the asserting half of the agreement walk instead.
     ``parallel``: an integrity check already running elsewhere (``result()`` gives its rows or
     None, then it runs here), e.g. backup's digest worker.
     """

@@ -140,8 +140,8 @@ def events(c) -> None:
               "ORDER BY created_tx, id")
     pending = next(ids, None)
     state = _EventPass(c)
-    asserting = FactWalk(c, asserting=True)
-    retracting = FactWalk(c, asserting=False) if c.worker is None else None  # else the worker walks them
+    asserting = FactWalk(c, asserting=True) if c.worker is None else None  # else the worker walks them
+    retracting = FactWalk(c, asserting=False)
     for tx, event_hash, data, uuid, at, imported, excision in c.q(
             f"SELECT ev.tx, ev.event_hash, {payload_bytes('ev.event_data')}, i.gid, "
             f"(SELECT v FROM fgraph_facts r INDEXED BY fgraph_hist WHERE r.e = ev.tx AND r.a = {A_AT} "
@@ -159,15 +159,15 @@ def events(c) -> None:
         text = stored_text(data)
         state.event(tx, event_hash, text, _uuid(uuid), at, imported, bool(excision), created)
         payload = Payload(text)
-        asserting.upto(tx, payload)
-        if retracting is not None:
-            retracting.upto(tx, payload)
-    c.disagreeing_facts = asserting.finish()
-    c.first_retracted = None
-    if retracting is not None:
-        c.disagreeing_facts += retracting.finish()
-        c.first_retracted = retracting.first
-    c.first_asserted = asserting.first
+        if asserting is not None:
+            asserting.upto(tx, payload)
+        retracting.upto(tx, payload)
+    c.disagreeing_facts = retracting.finish()
+    c.first_retracted = retracting.first
+    c.first_asserted = None
+    if asserting is not None:
+        c.disagreeing_facts += asserting.finish()
+        c.first_asserted = asserting.first
     c.findings.count("registry", "invalid event-derived anonymous identities", state.anonymous_bad)
     c.findings.count("registry", "identities disagree with the created list of their event", state.created_bad)
     c.figures["unverifiable_event_hashes"] = len(state.redacted)
@@ -182,12 +182,12 @@ def agreement(c) -> None:
     """Every fact is listed by the event that asserted it, and by the event that retracted it;
     counted by the walks of ``events`` (``fgraph.ops.doctor.agreement``)."""
     if c.worker is not None:
-        found = c.worker.retracted()
-        if found is None:  # the worker failed: walk the retracted facts here
-            walk = FactWalk(c, asserting=False)
+        found = c.worker.asserted()
+        if found is None:  # the worker failed: walk the asserted facts here
+            walk = FactWalk(c, asserting=True)
             found = walk.finish(), walk.first
         c.disagreeing_facts += found[0]
-        c.first_retracted = found[1]
+        c.first_asserted = found[1]
     if c.disagreeing_facts:
         c.findings.add("agreement", "facts disagree with the events that asserted or retracted them: "
                        f"{c.disagreeing_facts}", detail=first_disagreement(c.first_asserted, c.first_retracted))
