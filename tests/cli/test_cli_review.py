@@ -182,3 +182,22 @@ def test_every_single_byte_change_is_refused_by_the_digest_and_the_chain(reviewe
     assert invoke(["--db", cwd / "rx.db", "info", "--json"])[1].count('"latest_tx":64') == 1   # nothing written
     code, out, _ = invoke(["verify-stream", target, "--chain", cwd / "s.chain", "--json"])
     assert code == 1 and json.loads(out)["intact"] is False
+
+
+@pytest.mark.peer
+def test_tail_with_a_chain_prints_the_published_runtimes_bytes(tmp_path):
+    """The chain is a file beside the stream: what `tail --chain` prints is byte for byte what the
+    published runtime's `tail` prints for the same store (and the chain verifies it)."""
+    from tests.conftest import peer_executable
+    from tests.support.peerlib import our_executable, peer, run_cli
+    if peer_executable() is None:
+        pytest.skip("FGRAPH_PEER is not set")
+    store = tmp_path / "s.db"
+    run_cli(our_executable(), store, "add", '{"id":"ada","person/born":1815}')
+    run_cli(our_executable(), store, "add", '{"id":"ada","person/born":1816,"note/text":"caf\u00e9"}')
+    ours = run_cli(our_executable(), store, "tail", "--since", "64", "--chain", str(tmp_path / "s.chain"))
+    assert ours == peer(store, "tail", "--since", "64") and ours.count(b"\n") == 2
+    (tmp_path / "s.ndjson").write_bytes(ours)
+    verdict = json.loads(run_cli(our_executable(), store, "--json", "verify-stream", str(tmp_path / "s.ndjson"),
+                                 "--chain", str(tmp_path / "s.chain")))
+    assert verdict["intact"] is True
