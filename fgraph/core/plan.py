@@ -28,6 +28,11 @@ OPERATIONS = ("assert", "retract", "cas")
 SCHEMA_ATTRS = frozenset({A_TYPE, A_MANY, A_UNIQUE, A_NOHISTORY, A_DIMS, A_VECTOR_MODEL})
 
 
+def nohistory_of(schema: dict) -> bool:
+    """Whether retracting a value of an attribute with this schema deletes it (vectors by default)."""
+    return schema["nohistory"] == 1 or (schema["nohistory"] is None and schema["type"] == "vector")
+
+
 class WritePolicy:
     """How a plan may make identities: a direct write may allocate freely and may not refer to
     transactions as plain refs; a replay changes both (``core.replay.ReplayPolicy``)."""
@@ -40,8 +45,6 @@ DIRECT_WRITE = WritePolicy()
 
 
 class Slot:
-
-
     """The working values of one (entity, attribute) during planning, over its live rows."""
     __slots__ = ("e", "a", "live", "present", "removed", "items")
 
@@ -132,8 +135,7 @@ class Planner(Identities, Operations):
             self._schema_moved.add(slot.e)
 
     def nohistory(self, a) -> bool:
-        s = self.schema(a)
-        return s["nohistory"] == 1 or (s["nohistory"] is None and s["type"] == "vector")
+        return nohistory_of(self.schema(a))
 
     # -- values -----------------------------------------------------------------
     def plain_value(self, raw, *, allocate: bool, allow_missing: bool = False):

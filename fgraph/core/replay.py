@@ -14,6 +14,7 @@ from __future__ import annotations
 from fgraph.core import values
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.identity import uuid_to_gid
+from fgraph.core.replay_plan import LeanReplay
 from fgraph.core.values import RefWire, Value
 
 
@@ -42,6 +43,17 @@ class Replay:
         self.imported_at: int = record["at"]
         self.created: list = []          # identities this replay allocates for the record's eids
         self.policy = ReplayPolicy()
+
+    lean = True     # try fgraph.core.replay_plan first (tests turn it off to compare with the general planner)
+
+    def plan_lean(self, catalog, schema_cache):
+        """(planner, delta) from the lean planner, or None when the record needs the general one."""
+        planner = LeanReplay(catalog, schema_cache)
+        planned = planner.plan(self.record)
+        if planned is None:
+            return None
+        delta, self.created = planned
+        return planner, delta
 
     def plan(self, planner) -> None:
         record = self.record

@@ -152,17 +152,21 @@ def run_in_transaction(session: WriteSession, request: Request, req_hash, *, rep
     if request.if_basis_tx is not None and request.if_basis_tx != latest:
         raise Conflict(f"if_basis_tx {request.if_basis_tx} is stale: the latest transaction is {latest}",
                        "re-read and retry against the new basis")
-    planner = Planner(cat, schema_cache=schema_cache, policy=replay.policy if replay is not None else None)
-    if replay is not None:
-        replay.plan(planner)
-    if request.derived is not None:
-        request.derived.plan(planner)
-    planner.plan_data(request.data)
-    if request.tx:
-        planner.plan_tx_facts(request.tx)
-    delta = planner.finish()
-    if replay is not None:
-        replay.check(delta)
+    lean = replay.plan_lean(cat, schema_cache) if replay is not None and replay.lean else None
+    if lean is not None:
+        planner, delta = lean
+    else:
+        planner = Planner(cat, schema_cache=schema_cache, policy=replay.policy if replay is not None else None)
+        if replay is not None:
+            replay.plan(planner)
+        if request.derived is not None:
+            request.derived.plan(planner)
+        planner.plan_data(request.data)
+        if request.tx:
+            planner.plan_tx_facts(request.tx)
+        delta = planner.finish()
+        if replay is not None:
+            replay.check(delta)
     if planner.schema_changed:
         schema_cache.clear()
     if not (delta.asserted or delta.retracted or delta.new or request.has_metadata()

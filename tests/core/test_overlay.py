@@ -2,7 +2,8 @@
 
 The property test builds a random source history (maps, operations, schema changes, nohistory,
 vectors, long texts, refs, eids), tails it, and applies that stream twice into copies of one
-receiver: once in bulk (with batch sizes that put flushes anywhere) and once event by event.
+receiver: once in bulk (with batch sizes that put flushes anywhere) and the lean replay planner
+(fgraph.core.replay_plan), once event by event with the general planner alone.
 Both must give the same outcome and the same bytes: core rows (with ``sqlite_sequence``), tail,
 snapshot and full-text rows. Receivers start empty, with their own history (names unify), or
 with part of the stream already applied; some streams carry an altered copy of an event, so
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 import fgraph
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.overlay import Overlay
+from fgraph.core.replay import Replay
 from fgraph.streams import apply as apply_module
 from fgraph.streams.apply import apply_stream
 from tests.conftest import CONFORMANCE_CLOCK, stepping_clock
@@ -56,12 +58,15 @@ def fts_rows(path) -> list:
         conn.close()
 
 
-def outcome_of(path, lines: list[str], bulk: bool) -> tuple:
-    """Apply ``lines`` with one path; the summary or the error, and every byte that matters."""
+def outcome_of(path, lines: list[str], bulk: bool, lean: bool = True) -> tuple:
+    """Apply ``lines`` with one path; the summary or the error, and every byte that matters.
+    ``lean=False``: every record through the general planner (fgraph.core.replay_plan is off)."""
     db = fgraph.connect(str(path), clock=stepping_clock(CONFORMANCE_CLOCK))
     try:
         try:
-            result = ("ok", apply_stream(db._session, iter(lines), bulk=bulk))
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(Replay, "lean", lean)
+                result = ("ok", apply_stream(db._session, iter(lines), bulk=bulk))
         except fgraph.FgraphError as exc:
             result = ("error", exc.name, exc.line, str(exc))
         tail = [dumps(record) for record in db.event_records()]
@@ -140,8 +145,12 @@ def test_bulk_and_event_at_a_time_apply_write_the_same_bytes(tmp_path_factory, m
     before = core_rows(str(receiver))
 
     monkeypatch.setattr(apply_module, "APPLY_BATCH_ROWS", scenario["batch_rows"])
+    planned = []
+    lean_plan = Replay.plan_lean
+    monkeypatch.setattr(Replay, "plan_lean", lambda self, *args: planned.append(lean_plan(self, *args)) or planned[-1])
     in_bulk = outcome_of(bulk_copy, lines, bulk=True)
-    one_by_one = outcome_of(single_copy, lines, bulk=False)
+    event(f"lean planner took {sum(p is not None for p in planned) * 10 // max(len(planned), 1) * 10}%+ of the records")
+    one_by_one = outcome_of(single_copy, lines, bulk=False, lean=False)
     event(f"outcome: {in_bulk[0][0]} {in_bulk[0][1] if in_bulk[0][0] == 'error' else ''}")
     event(f"stream events: {min(len(lines) // 10 * 10, 30)}+")
     assert in_bulk[0] == one_by_one[0]
