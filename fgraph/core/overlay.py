@@ -54,6 +54,7 @@ class Overlay:
         self.blobs: dict[bytes, bytes] = {}
         self.next_id: int | None = None
         self.value_bytes = 0                           # text, bytes and blobs held: the other memory bound
+        self.stored_before_registered: set[int] = set()   # entities of facts the last flush wrote
 
     def __len__(self) -> int:
         return len(self.facts) + len(self.ended) + len(self.ids)
@@ -79,7 +80,11 @@ class Overlay:
             rows.next_id(self.next_id)
         for ident, (name, gid, created_tx) in self.ids.items():
             self.cache.remember(ident, name, gid, created_tx)
+        # A flush inside a commit (free_blobs) writes facts of identities the commit registers only
+        # afterwards, in the next batch: those do have stored facts (see OverlayCatalog.live_values).
+        flushed = {row[0] for row in self.facts.values() if row[0] not in self.ids}
         self._reset()
+        self.stored_before_registered = flushed
 
     # -- recording (BufferedRows) -------------------------------------------------------
     def add_fact(self, e: int, a: int, v, t: int, blob, tx: int, rx) -> int:
@@ -250,8 +255,11 @@ class OverlayCatalog(Catalog):
     # -- facts ------------------------------------------------------------
     def live_values(self, e: int, a: int) -> list:
         ended = self.overlay.ended
-        # An identity registered in this batch has no stored facts yet: no query.
-        stored = [] if e in self.overlay.ids else super().live_values(e, a)
+        # An identity registered in this batch has no stored facts yet (unless a flush inside its
+        # commit wrote them before it was registered): no query.
+        overlay = self.overlay
+        fresh = e in overlay.ids and e not in overlay.stored_before_registered
+        stored = [] if fresh else super().live_values(e, a)
         if ended:
             stored = [row for row in stored if row[0] not in ended]
         pending = self.overlay.live_facts(e, a)

@@ -188,6 +188,23 @@ def test_a_fact_written_and_deleted_in_one_batch_still_moves_the_fact_id_sequenc
     assert "sequence|fgraph_facts|" in results[0][-1]
 
 
+def test_facts_flushed_inside_a_commit_before_their_entity_is_registered_are_found(tmp_path, deterministic):
+    """Freeing a deleted vector's blob flushes inside the commit, after the commit's facts and before
+    its new identities: "cy" is registered in the next batch, yet its fact is already stored, so
+    retracting it later in the stream must find it (found by the property test above)."""
+    lines = store_with(tmp_path, "src.db", [
+        {"id": "bob", "p/vec": {"vector": [0.0]}},
+        [["assert", "cy", "p/age", 0], ["retract", "bob"]],
+        ["retract", "cy", "p/age", 0]])
+    results = []
+    for bulk in (True, False):
+        path = tmp_path / f"{bulk}.db"
+        fgraph.connect(str(path), clock=stepping_clock(CONFORMANCE_CLOCK)).close()
+        results.append(outcome_of(path, lines, bulk=bulk, lean=bulk))
+    assert results[0] == results[1]
+    assert "|0|2|" in results[0][1] and results[0][0][0] == "ok"
+
+
 def test_flush_writes_ended_facts_before_new_ones(tmp_path):
     """A value retracted and asserted again in one batch: the live unique index sees one row."""
     lines = store_with(tmp_path, "src.db", [{"id": "a", "p/n": "x"}, ["retract", "a", "p/n", "x"],
