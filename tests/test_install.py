@@ -38,7 +38,8 @@ CACHE = REPO / "build" / "user-install"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 # The modules that need an extra: the CLI imports them only in the command that uses them.
 EXTRA_MODULES = {"fgraph.bridges.browse": "browse", "fgraph.bridges.browse_pages": "browse",
-                 "fgraph.bridges.sync_nats": "nats", "fgraph.core.replica": "litestream"}
+                 "fgraph.bridges.sync_nats": "nats", "fgraph.core.replica": "litestream",
+                 "fgraph.query.vector_index": "vectors"}
 
 
 # -- what the project declares and what its code imports -----------------------------------------

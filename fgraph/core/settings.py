@@ -31,6 +31,7 @@ EMBED_TIMEOUT, DEBUG, COMPLETE = "FGRAPH_EMBED_TIMEOUT", "FGRAPH_DEBUG", "_FGRAP
 NATS_CREDS, NATS_USER, NATS_PASSWORD = "FGRAPH_NATS_CREDS", "FGRAPH_NATS_USER", "FGRAPH_NATS_PASSWORD"
 NATS_TOKEN, NATS_CA = "FGRAPH_NATS_TOKEN", "FGRAPH_NATS_CA"
 LITESTREAM_VFS, REPLICA_TIMEOUT = "FGRAPH_LITESTREAM_VFS", "FGRAPH_REPLICA_TIMEOUT"
+VECTOR_INDEX = "FGRAPH_VECTOR_INDEX"
 
 #: the CLI's database when neither --db nor FGRAPH_DB names one; a lone legacy file is still used
 DEFAULT_DB_PATH, LEGACY_DB_PATH = "facts.fgraph", "fgraph.db"
@@ -55,6 +56,8 @@ SETTINGS = (
     Setting(NATS_CA, "the system's CAs", "CA bundle (PEM) that a `tls://` NATS server's certificate must chain to"),
     Setting(LITESTREAM_VFS, "the `litestream-vfs` package's", "the litestream-vfs SQLite extension that opens a "
             "`litestream:URL` read replica (docs/replication.md)"),
+    Setting(VECTOR_INDEX, "unset", "`1`: vector search asks an approximate index beside the database for its "
+            "candidates and scores them exactly (the extra `fgraph[vectors]`; docs/search.md V1)"),
     Setting(REPLICA_TIMEOUT, "30", "seconds a `litestream:URL` replica may take to open (it waits for a first "
                                    "snapshot); not a positive number is a `TypeError`"),
 )

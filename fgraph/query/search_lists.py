@@ -22,6 +22,7 @@ from fgraph.core.constraints import TYPE_TAGS
 from fgraph.core.errors import NotFound, ValueTypeError
 from fgraph.core.genesis import A_DIMS, A_TYPE, SYSTEM_MAX
 from fgraph.core.values import RefWire, TAG_VECTOR
+from fgraph.query import vector_index
 
 CHUNK = 4096  # vectors scored per numpy call: memory stays flat however many are stored
 
@@ -151,6 +152,12 @@ class Lists:
 
     # -- vector list ------------------------------------------------------------
     def vector(self, a: int, query: tuple, allowed, cap: int) -> Ranked:
+        index = vector_index.for_search(self.conn, a, self.cat.name_of(a), self.reader.one_value(a, A_DIMS),
+                                        self.reader.basis)
+        if index is not None:
+            ranked = self._indexed(index, query, allowed, cap)
+            if ranked is not None:
+                return ranked
         ranked = Ranked()
         scorer = _Scorer(self.conn, query)
         cursor = self.conn.execute(
@@ -164,6 +171,24 @@ class Lists:
             scorer.add(rows)
         _collect(scorer.ranked(), ranked, allowed, cap, lambda n: None)
         return ranked
+
+    def _indexed(self, index, query: tuple, allowed, cap: int) -> Ranked | None:
+        """The list from the index's candidates, scored exactly, widened while they hold fewer
+        eligible entities than the cap; None past ``WIDEST`` candidates per entity of the cap."""
+        wanted = vector_index.CANDIDATES * cap
+        while True:
+            rows, left_out = index.candidates(query, wanted)
+            self.charge(len(rows))
+            scorer = _Scorer(self.conn, query)
+            scorer.add(rows)
+            ranked = Ranked()
+            _collect(scorer.ranked(), ranked, allowed, cap, lambda n: None)
+            if len(ranked.entries) == cap or not left_out:
+                ranked.truncated = ranked.truncated or left_out
+                return ranked
+            if wanted >= vector_index.WIDEST * cap:
+                return None     # too few eligible entities near the query (a filter): the exact list decides
+            wanted *= 4
 
 
 def _collect(rows, ranked: Ranked, allowed, cap: int, charge) -> None:

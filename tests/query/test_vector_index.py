@@ -1,0 +1,119 @@
+"""Proves query/vector_index.py: with FGRAPH_VECTOR_INDEX=1 vector search answers from an index
+beside the database with the exact list's hits, keeps up with new vectors, forgets what the
+store forgets (retracted and excised vectors leave the file), and never writes through a link."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+import fgraph
+from fgraph.query import vector_index
+
+usearch = pytest.importorskip("usearch.index", reason="the vectors extra (usearch) is not installed")
+
+DIMS = 8
+
+
+def gauss(rng) -> list:
+    return [rng.gauss(0, 1) for _ in range(DIMS)]
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = str(tmp_path / "v.db")
+    rng = random.Random(7)
+    db = fgraph.connect(path)
+    db.transact({"id": "n/emb", "fgraph/type": "vector", "fgraph/dims": DIMS})
+    for batch in range(6):
+        db.transact([{"id": f"n{batch}-{i}", "n/kind": "even" if i % 2 == 0 else "odd",
+                      "n/emb": {"vector": gauss(rng)}} for i in range(200)])
+    yield db, path, rng
+    db.close()
+
+
+def hits(db, query, **options) -> list:
+    return [(hit["entity"], hit["matched"][0]["id"]) for hit in
+            db.search(vector=query, vector_attribute="n/emb", k=10, **options)["hits"]]
+
+
+def attribute_id(db) -> int:
+    return db.connection.execute("SELECT id FROM fgraph_ids WHERE name = 'n/emb'").fetchone()[0]
+
+
+def index_keys(path: str) -> set:
+    db = fgraph.connect(path)
+    a = db.connection.execute("SELECT id FROM fgraph_ids WHERE name = 'n/emb'").fetchone()[0]
+    db.close()
+    index = usearch.Index.restore(vector_index.paths(path, a)[0])
+    return {int(key) for key in index.keys}
+
+
+def test_indexed_search_gives_the_exact_lists_hits(store, monkeypatch):
+    db, path, rng = store
+    queries = [gauss(rng) for _ in range(5)]
+    exact = [hits(db, q) for q in queries]
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    assert [hits(db, q) for q in queries] == exact
+    assert sorted(n for n in os.listdir(os.path.dirname(path)) if ".vectors-" in n) == \
+        [os.path.basename(p) for p in sorted(vector_index.paths(path, attribute_id(db)))]
+    filtered = hits(db, queries[0], filters=[["n/kind", "odd"]])
+    monkeypatch.delenv("FGRAPH_VECTOR_INDEX")
+    assert filtered == hits(db, queries[0], filters=[["n/kind", "odd"]])
+
+
+def test_new_vectors_are_found_without_rebuilding_the_file(store, monkeypatch):
+    db, path, rng = store
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    hits(db, gauss(rng))
+    keys = index_keys(path)
+    target = gauss(rng)
+    db.transact({"id": "late", "n/emb": {"vector": target}})
+    assert hits(db, target)[0][0] == "late"
+    assert index_keys(path) == keys      # served beside the file, which stays at its basis
+
+
+@pytest.mark.parametrize("forget", ["retract", "excise"])
+def test_a_forgotten_vector_leaves_the_index_at_the_next_search(store, monkeypatch, forget):
+    db, path, rng = store
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    hits(db, gauss(rng))
+    fact = db.connection.execute("SELECT f.id FROM fgraph_facts f JOIN fgraph_ids i ON i.id = f.e "
+                                 "WHERE i.name = 'n0-0' AND f.t = 7 AND f.rx IS NULL").fetchone()[0]
+    assert fact in index_keys(path)
+    if forget == "retract":
+        db.transact(["retract", "n0-0", "n/emb"])
+    else:
+        db.excise("n0-0")
+    found = hits(db, gauss(rng))
+    assert fact not in index_keys(path)
+    assert all(entity != "n0-0" for entity, _ in found)
+
+
+def test_the_index_is_never_read_or_written_through_a_link(store, monkeypatch, tmp_path):
+    db, path, rng = store
+    a = db.connection.execute("SELECT id FROM fgraph_ids WHERE name = 'n/emb'").fetchone()[0]
+    index_path, meta_path = vector_index.paths(path, a)
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    os.symlink(victim, index_path)
+    query = gauss(rng)
+    exact = hits(db, query)
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    assert hits(db, query) == exact          # the index file is a link: built, served from memory, not kept
+    assert victim.read_text() == "keep" and os.path.islink(index_path) and not os.path.exists(meta_path)
+    os.symlink(victim, meta_path)
+    with pytest.raises(fgraph.Conflict, match="symbolic link"):
+        hits(db, query)
+    assert victim.read_text() == "keep"
+
+
+def test_the_setting_without_the_extra_says_which_extra_to_install(store, monkeypatch):
+    db, path, rng = store
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    monkeypatch.setattr(vector_index, "_usearch", None)
+    monkeypatch.setitem(__import__("sys").modules, "usearch", None)
+    with pytest.raises(fgraph.Unsupported, match=r"fgraph\[vectors\]"):
+        hits(db, gauss(rng))
