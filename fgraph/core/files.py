@@ -240,6 +240,22 @@ def read_sidecar(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes
         os.close(fd)
 
 
+VECTOR_INDEX_INFIX = ".vectors-"   # DB.vectors-ATTR.usearch and .json: fgraph.query.vector_index's derived files
+
+
+def vector_index_files(db_path: str) -> list[str]:
+    """The vector index files beside ``db_path`` (copies of vectors: ``scrub`` removes them)."""
+    directory, base = os.path.split(os.path.abspath(db_path))
+    prefix = base + VECTOR_INDEX_INFIX
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return []
+    return sorted(os.path.join(directory, name) for name in names if name.startswith(prefix)
+                  and name[len(prefix):].partition(".")[0].isdigit()
+                  and name.endswith((".usearch", ".json")))
+
+
 def remove_sidecar(path: str, what: str) -> None:
     """Remove ``path`` when it is a file or a link (the link, never what it points to); absent is fine.
     Anything else (a directory, a FIFO, a device) was put there by someone else and is left alone."""

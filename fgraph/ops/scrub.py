@@ -2,7 +2,8 @@
 
 Deleting a row only makes it unreachable: SQLite leaves the old cell bytes in the
 page, the page on the freelist, the old page images in the WAL, and FTS5 keeps
-the words in index segments until they are merged. ``scrub`` removes all four.
+the words in index segments until they are merged. ``scrub`` removes all four, and the
+vector index files beside the database (``fgraph.query.vector_index``: copies of vectors).
 When a reader holds the WAL open the final checkpoint cannot complete; that state
 is recorded in a marker file beside the database (``<db>.scrub-pending``) which
 ``pending()`` reports and a later ``scrub`` clears.
@@ -18,7 +19,8 @@ import apsw
 
 from fgraph.core.errors import FgraphError
 from fgraph.core.files import (
-    read_sidecar, refuse_unsafe_target, remove_sidecar, sweep_abandoned_temporaries, write_atomically,
+    read_sidecar, refuse_unsafe_target, remove_sidecar, sweep_abandoned_temporaries, vector_index_files,
+    write_atomically,
 )
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import translate
@@ -105,6 +107,11 @@ def scrub(conn, path: str, tx: int | None) -> dict:
     started = time.monotonic()
     first_ok = vacuumed = completed = False
     frames, failure = -1, None
+    try:
+        for derived in vector_index_files(path):   # copies of vectors: rebuilt by the next indexed search
+            remove_sidecar(derived, "vector index")
+    except FgraphError as exc:
+        failure = exc
     try:
         first_ok, _ = checkpoint_truncate(conn)
         vacuumed = True

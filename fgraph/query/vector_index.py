@@ -72,7 +72,8 @@ def for_search(conn, a: int, name: str, dims, basis: int):
 
 
 def paths(db_path: str, a: int) -> tuple[str, str]:
-    return f"{db_path}.vectors-{a}.usearch", f"{db_path}.vectors-{a}.json"
+    stem = f"{db_path}{files.VECTOR_INDEX_INFIX}{a}"
+    return stem + ".usearch", stem + ".json"
 
 
 class VectorIndex:
@@ -116,10 +117,12 @@ class VectorIndex:
         return row[0] if row else None
 
     def _view(self, expected_bytes):
-        """The index file memory-mapped through a descriptor opened without following links."""
+        """The index file memory-mapped through a descriptor opened without following links; anything
+        but a regular file of the recorded size reads as no index."""
         usearch = _load_usearch()
         try:
-            fd = os.open(self.index_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(self.index_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_CLOEXEC", 0))   # never through a link, never blocked by a FIFO
         except OSError:
             return None
         try:

@@ -87,6 +87,7 @@ def test_a_forgotten_vector_leaves_the_index_at_the_next_search(store, monkeypat
         db.transact(["retract", "n0-0", "n/emb"])
     else:
         db.excise("n0-0")
+        assert not any(".vectors-" in name for name in os.listdir(os.path.dirname(path)))   # scrub removed them
     found = hits(db, gauss(rng))
     assert fact not in index_keys(path)
     assert all(entity != "n0-0" for entity, _ in found)
@@ -117,3 +118,15 @@ def test_the_setting_without_the_extra_says_which_extra_to_install(store, monkey
     monkeypatch.setitem(__import__("sys").modules, "usearch", None)
     with pytest.raises(fgraph.Unsupported, match=r"fgraph\[vectors\]"):
         hits(db, gauss(rng))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_fifo_or_directory_where_the_index_goes_neither_blocks_nor_is_replaced(store, monkeypatch, kind):
+    db, path, rng = store
+    index_path = vector_index.paths(path, attribute_id(db))[0]
+    os.mkfifo(index_path) if kind == "fifo" else os.mkdir(index_path)
+    query = gauss(rng)
+    exact = hits(db, query)
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    assert hits(db, query) == exact
+    assert (os.path.stat.S_ISFIFO if kind == "fifo" else os.path.stat.S_ISDIR)(os.stat(index_path).st_mode)
