@@ -37,6 +37,7 @@ from fgraph.core.values import TAG_VECTOR
 FORMAT = "fgraph-vector-index/1"
 REBUILD_EVENTS = 5000      # events since the index's basis read before a rebuild is cheaper
 CANDIDATES = 8             # candidates asked of the index per entity of the list's cap
+MIN_VECTORS = 20_000       # below this many, no index is built (the exact list is faster, docs/search.md V1)
 WIDEST = 512               # candidates per entity of the cap past which the exact list answers instead
 META_LIMIT = 4096
 
@@ -61,14 +62,20 @@ def _load_usearch():
 
 def for_search(conn, a: int, name: str, dims, basis: int):
     """The up-to-date index of ``a`` for a search at ``basis``, or None when the exact list serves
-    (the setting is off, the store is in memory, or no dims fix the vectors' length)."""
+    (the setting is off, the store is in memory, no dims fix the vectors' length, or there is no
+    index yet and fewer than ``MIN_VECTORS`` vectors)."""
     if not enabled() or dims is None:
         return None
     db_path = conn.db_filename("main")
     if not db_path:
         return None
     (created,) = conn.execute("SELECT value FROM fgraph_meta WHERE key = 'created_at'").fetchone()
-    return VectorIndex(conn, db_path, a, name, dims, basis, str(created)).open()
+    index = VectorIndex(conn, db_path, a, name, dims, basis, str(created))
+    if not os.path.lexists(index.meta_path) and conn.execute(
+            f"SELECT count(*) FROM fgraph_facts WHERE a = ? AND t = {TAG_VECTOR} AND rx IS NULL",
+            (a,)).fetchone()[0] < MIN_VECTORS:
+        return None     # too few vectors to repay loading the index: the exact list is faster
+    return index.open()
 
 
 def paths(db_path: str, a: int) -> tuple[str, str]:

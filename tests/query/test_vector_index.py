@@ -22,7 +22,8 @@ def gauss(rng) -> list:
 
 
 @pytest.fixture
-def store(tmp_path):
+def store(tmp_path, monkeypatch):
+    monkeypatch.setattr(vector_index, "MIN_VECTORS", 100)
     path = str(tmp_path / "v.db")
     rng = random.Random(7)
     db = fgraph.connect(path)
@@ -130,3 +131,12 @@ def test_a_fifo_or_directory_where_the_index_goes_neither_blocks_nor_is_replaced
     monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
     assert hits(db, query) == exact
     assert (os.path.stat.S_ISFIFO if kind == "fifo" else os.path.stat.S_ISDIR)(os.stat(index_path).st_mode)
+
+
+def test_few_vectors_are_searched_exactly_without_an_index(store, monkeypatch):
+    db, path, rng = store
+    monkeypatch.setattr(vector_index, "MIN_VECTORS", 10_000)
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    result = db.search(vector=gauss(rng), vector_attribute="n/emb", k=10)
+    assert result["work_used"] == 1200        # every stored vector read
+    assert not any(".vectors-" in name for name in os.listdir(os.path.dirname(path)))
