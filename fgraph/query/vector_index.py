@@ -136,7 +136,11 @@ class VectorIndex:
             info = os.fstat(fd)
             if not os.path.stat.S_ISREG(info.st_mode) or info.st_size != expected_bytes:
                 return None
-            return usearch.Index.restore(f"/proc/self/fd/{fd}", view=True)
+            # No key lookups: the list needs keys from a search, never a slot by key, and building
+            # that table on every open was linear in the vectors (0.11 s of 0.15 at a million).
+            index = usearch.Index(ndim=self.dims, metric="cos", dtype="f32", enable_key_lookups=False)
+            index.view(f"/proc/self/fd/{fd}")
+            return index
         except (RuntimeError, ValueError, OSError):
             return None
         finally:

@@ -23,6 +23,9 @@ def gauss(rng) -> list:
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
+    # The index is approximate (an HNSW graph built on several threads may even leave a node
+    # unreachable), so these tests check what fgraph adds — exact scoring of the candidates,
+    # freshness, forgetting, files — and recall only loosely; the benchmark measures it.
     monkeypatch.setattr(vector_index, "MIN_VECTORS", 100)
     path = str(tmp_path / "v.db")
     rng = random.Random(7)
@@ -52,17 +55,22 @@ def index_keys(path: str) -> set:
     return {int(key) for key in index.keys}
 
 
-def test_indexed_search_gives_the_exact_lists_hits(store, monkeypatch):
+def recall(found: list, exact: list) -> float:
+    return sum(len({e for e, _ in a} & {e for e, _ in b}) for a, b in zip(found, exact)) / (10 * len(exact))
+
+
+def test_indexed_search_finds_the_exact_lists_hits_from_its_files(store, monkeypatch):
     db, path, rng = store
     queries = [gauss(rng) for _ in range(5)]
     exact = [hits(db, q) for q in queries]
     monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
-    assert [hits(db, q) for q in queries] == exact
+    assert recall([hits(db, q) for q in queries], exact) >= 0.9
     assert sorted(n for n in os.listdir(os.path.dirname(path)) if ".vectors-" in n) == \
         [os.path.basename(p) for p in sorted(vector_index.paths(path, attribute_id(db)))]
     filtered = hits(db, queries[0], filters=[["n/kind", "odd"]])
+    assert all(int(entity.rpartition("-")[2]) % 2 == 1 for entity, _ in filtered)
     monkeypatch.delenv("FGRAPH_VECTOR_INDEX")
-    assert filtered == hits(db, queries[0], filters=[["n/kind", "odd"]])
+    assert recall([filtered], [hits(db, queries[0], filters=[["n/kind", "odd"]])]) >= 0.8
 
 
 def test_new_vectors_are_found_without_rebuilding_the_file(store, monkeypatch):
@@ -104,7 +112,7 @@ def test_the_index_is_never_read_or_written_through_a_link(store, monkeypatch, t
     query = gauss(rng)
     exact = hits(db, query)
     monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
-    assert hits(db, query) == exact          # the index file is a link: built, served from memory, not kept
+    assert recall([hits(db, query)], [exact]) >= 0.8   # the index file is a link: built, served from memory, not kept
     assert victim.read_text() == "keep" and os.path.islink(index_path) and not os.path.exists(meta_path)
     os.symlink(victim, meta_path)
     with pytest.raises(fgraph.Conflict, match="symbolic link"):
@@ -129,7 +137,7 @@ def test_a_fifo_or_directory_where_the_index_goes_neither_blocks_nor_is_replaced
     query = gauss(rng)
     exact = hits(db, query)
     monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
-    assert hits(db, query) == exact
+    assert recall([hits(db, query)], [exact]) >= 0.8
     assert (os.path.stat.S_ISFIFO if kind == "fifo" else os.path.stat.S_ISDIR)(os.stat(index_path).st_mode)
 
 
@@ -140,3 +148,17 @@ def test_few_vectors_are_searched_exactly_without_an_index(store, monkeypatch):
     result = db.search(vector=gauss(rng), vector_attribute="n/emb", k=10)
     assert result["work_used"] == 1200        # every stored vector read
     assert not any(".vectors-" in name for name in os.listdir(os.path.dirname(path)))
+
+
+def test_with_fewer_candidates_than_vectors_the_list_is_ranked_exactly_and_says_it_left_some_out(store, monkeypatch):
+    db, path, rng = store
+    monkeypatch.setattr(vector_index, "CANDIDATES", 2)     # 100 of the 1,200 vectors
+    queries = [gauss(rng) for _ in range(5)]
+    exact = [db.search(vector=q, vector_attribute="n/emb", k=10) for q in queries]
+    monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
+    indexed = [db.search(vector=q, vector_attribute="n/emb", k=10) for q in queries]
+    found = sum(len({h["entity"] for h in a["hits"]} & {h["entity"] for h in b["hits"]}) for a, b in zip(exact, indexed))
+    assert found >= 40                                     # recall@10 of at least 0.8 here
+    for result in indexed:
+        scores = [hit["score"] for hit in result["hits"]]
+        assert scores == sorted(scores, reverse=True) and result["work_used"] <= 100
