@@ -60,19 +60,15 @@ class IdentityCache:
         return found
 
     def named(self, name: str) -> int | None:
-        ident = self.by_name.get(name)
-        if ident is None or ident not in self.rows:
-            ident = self._old[0].get(name)
-            row = None if ident is None else self._old[2].get(ident)
-            if row is None:
-                return None
-            self._revive(ident, row)
-        return ident
+        return self._find(self.by_name, 0, name)
 
     def with_gid(self, gid: bytes) -> int | None:
-        ident = self.by_gid.get(gid)
+        return self._find(self.by_gid, 1, gid)
+
+    def _find(self, current: dict, generation_index: int, key) -> int | None:
+        ident = current.get(key)
         if ident is None or ident not in self.rows:
-            ident = self._old[1].get(gid)
+            ident = self._old[generation_index].get(key)
             row = None if ident is None else self._old[2].get(ident)
             if row is None:
                 return None

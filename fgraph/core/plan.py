@@ -55,6 +55,23 @@ class Slot:
         self.removed = {}           # live key -> seq of the removal
         self.items = set()          # request items that touched this slot
 
+    @classmethod
+    def over(cls, e, a, live: dict) -> "Slot":
+        """A slot whose working values start as its live ones."""
+        slot = cls(e, a, live)
+        for k in live:
+            slot.present[k] = (Value(k[0], k[1], None), -1)
+        return slot
+
+
+def read_live(cat: Catalog, e: int, a: int, fact_tx: dict) -> dict:
+    """key -> fact id of the live facts of (e, a); each fact's asserting tx goes into ``fact_tx``."""
+    live = {}
+    for fact_id, v, t, tx in cat.live_values(e, a):
+        live[(t, v)] = fact_id
+        fact_tx[fact_id] = tx
+    return live
+
 
 class Planner(Identities, Operations):
     """Expands one request, item by item, into the delta it commits (spec 03 §5).
@@ -99,14 +116,10 @@ class Planner(Identities, Operations):
                 if cached is not None:
                     live = dict(cached)
                 else:
-                    for fact_id, v, t, tx in self.cat.live_values(e, a):
-                        live[(t, v)] = fact_id
-                        self.fact_tx[fact_id] = tx
+                    live = read_live(self.cat, e, a, self.fact_tx)
                     if a in SCHEMA_ATTRS:
                         self.schema_cache.rows[key] = dict(live)
-            found = self.slots[key] = Slot(e, a, live)
-            for k in live:
-                found.present[k] = (Value(k[0], k[1], None), -1)
+            found = self.slots[key] = Slot.over(e, a, live)
         return found
 
     def _one(self, e, a):

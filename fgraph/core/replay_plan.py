@@ -24,7 +24,7 @@ import itertools
 from fgraph.core.constraints import TYPE_TAGS
 from fgraph.core.genesis import A_SHAPE, SYSTEM_MAX
 from fgraph.core.identity import uuid_to_gid
-from fgraph.core.plan import Delta, NewIdent, Planner, Slot, nohistory_of
+from fgraph.core.plan import Delta, NewIdent, Planner, Slot, nohistory_of, read_live
 from fgraph.core.values import TAG_REF, TAG_VECTOR, RefWire, Value, from_tagged
 
 RESERVED_PREFIX = "fgraph/"
@@ -158,14 +158,8 @@ class LeanReplay:
         key = (e, a)
         found = self.slots.get(key)
         if found is None:
-            live = {}
-            if isinstance(e, int) and isinstance(a, int):
-                for fact_id, v, t, tx in self.cat.live_values(e, a):
-                    live[(t, v)] = fact_id
-                    self.fact_tx[fact_id] = tx
-            found = self.slots[key] = Slot(e, a, live)
-            for k in live:
-                found.present[k] = (Value(k[0], k[1], None), -1)
+            live = read_live(self.cat, e, a, self.fact_tx) if isinstance(e, int) and isinstance(a, int) else {}
+            found = self.slots[key] = Slot.over(e, a, live)
         return found
 
     def _retract(self, e, a, raw, tag) -> None:
