@@ -35,6 +35,7 @@ EVENT_KEYS = frozenset({"asserted", "at", "by", "created", "event", "fgraph", "m
 DEFAULT_QUERY_BUDGET = 100_000       # work units of one query (--query-budget, FGRAPH_QUERY_BUDGET)
 CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET = 3000, 100_000, 100   # characters of `context`
 CONTEXT_LIMIT, CONTEXT_MAX_LIMIT = 10, 10_000                                # items of `context`
+CONTEXT_COUNT_CAP = CONTEXT_MAX_LIMIT + 1                                      # items `context` counts before "or more"
 
 # issue 29 item 7 — what one request of `fgraph browse` may take (docs/browse.md, Limits)
 BROWSE_TIME_LIMIT_MS = 2000          # one statement, from its start to its last row (also Datasette's sql_time_limit_ms)

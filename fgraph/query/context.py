@@ -14,6 +14,10 @@ budget; when anything is left out, the last line says how much and how to get it
 of the face that asked (``more_hint``: a CLI command, an MCP tool call or an MCP resource URI). Reads one
 transaction at a time from the newest down (a cursor, not a list), so memory follows the
 budget, not the history. The same basis gives the same bytes.
+
+What is left out is counted up to ``context_shape.COUNT_CAP`` items (one more than the largest limit), so the
+cost of a call follows the cap, not the history (decision C3 in docs/cli.md): past it the last
+line says "N or more" and the result carries ``left_out_at_least: true``.
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ from fgraph.core.canonical import dumps
 from fgraph.core.limits import GENESIS_TX
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import format_instant
-from fgraph.query import context_entities
+from fgraph.query import context_entities, context_shape
 from fgraph.query.context_shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, _MORE_KEY,
-                                        budget_for, call, check)
+                                        at_least, budget_for, call, check, how_many, summary)
 
 _COLUMNS = "id, e, a, v, t, tx, rx"
 
@@ -66,13 +70,15 @@ def _rest(hint: str, low: int, n: int, b: int, entity) -> str:
 # ----------------------------------------------------------------- reading
 
 def _count(conn, low: int, high: int, subject) -> int:
-    """Items in (low, high]: facts asserted (receipts excluded) plus facts retracted there."""
+    """Items in (low, high]: facts asserted (receipts excluded) plus facts retracted there,
+    counted up to the cap (a total at the cap means at least that many)."""
+    cap = context_shape.COUNT_CAP
     only = "" if subject is None else " AND e = ?"
     extra = () if subject is None else (subject,)
-    asserted = conn.execute(f"SELECT count(*) FROM fgraph_facts WHERE tx > ? AND tx <= ? AND e != tx{only}",
-                            (low, high) + extra).fetchone()[0]
-    retracted = conn.execute(f"SELECT count(*) FROM fgraph_facts WHERE rx > ? AND rx <= ?{only}",
-                             (low, high) + extra).fetchone()[0]
+    asserted = conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM fgraph_facts WHERE tx > ? AND tx <= ? "
+                            f"AND e != tx{only} LIMIT ?)", (low, high) + extra + (cap,)).fetchone()[0]
+    retracted = conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM fgraph_facts WHERE rx > ? AND rx <= ?{only} "
+                             f"LIMIT ?)", (low, high) + extra + (cap - asserted,)).fetchone()[0]
     return asserted + retracted
 
 
@@ -108,20 +114,20 @@ def _walk(reader, low: int, subject):
             yield tx, receipt, op, fact
 
 
-def _footer(left_out: int, rest: str, oldest: int, newest: int) -> str:
+def _footer(left_out: int, total: int, rest: str, oldest: int, newest: int) -> str:
     window = f" (transactions {oldest}-{newest})" if oldest != newest else f" (transaction {oldest})"
-    return (f"{ELLIPSIS} {left_out} older change{'s' if left_out != 1 else ''} left out{window}; "
-            f"get them with: {rest}")
+    plural = "s" if left_out != 1 or at_least(total) else ""
+    return f"{ELLIPSIS} {how_many(left_out, total)} older change{plural} left out{window}; get them with: {rest}"
 
 
 def _reserve(total: int, rest: str, basis: int, budget: int) -> int:
     """Room kept for the footer: its longest possible form, or a bare ellipsis when even that is too long."""
-    longest = len(_footer(max(total, 2), rest, basis, basis + 1)) + 1
+    longest = len(_footer(max(total, 2), total, rest, basis, basis + 1)) + 1
     return longest if longest <= budget // 2 else len(ELLIPSIS) + 1
 
 
-def _more(left_out: int, rest: str, oldest: int | None, newest: int | None, room: int) -> str:
-    text = _footer(left_out, rest, oldest, newest) if oldest is not None else ELLIPSIS
+def _more(total: int, shown: int, rest: str, oldest: int | None, newest: int | None, room: int) -> str:
+    text = _footer(total - shown, total, rest, oldest, newest) if oldest is not None else ELLIPSIS
     return text if len(text) < room else ELLIPSIS
 
 
@@ -184,11 +190,10 @@ def _as_markdown(reader, low, subject, total, budget, limit, rest) -> dict:
             lines.append(_header(tx, receipt))
             last_tx = tx
         lines.append(_item(op, fact))
-    out = {"basis_tx": reader.basis, "since": low, "items": len(chosen), "left_out": total - len(chosen),
-           "truncated": len(chosen) < total}
+    out = summary(reader.basis, low, total, len(chosen))
     if out["truncated"]:
         used = sum(len(line) + 1 for line in lines)
-        out["more"] = _more(total - len(chosen), rest(needed),
+        out["more"] = _more(total, len(chosen), rest(needed),
                             _oldest_left(reader, low, subject, cut_at), cut_at, budget - used)
         lines.append(out["more"])
     out["text"] = "\n".join(lines)
@@ -209,8 +214,8 @@ def _as_json(reader, low, subject, total, budget, limit, rest) -> dict:
         item = len(dumps(entry(op, fact))) + 1  # with its comma
         return item + (len(dumps(dict(group(tx, receipt), changes=[]))) + 1 if opens else 0)
 
-    skeleton = {"basis_tx": reader.basis, "since": low, "items": total, "left_out": total, "truncated": False,
-                "transactions": []}  # the longest form of every number and flag
+    skeleton = dict(summary(reader.basis, low, total, 0), items=total, truncated=False,
+                    transactions=[])  # the longest form of every number and flag
     chosen, cut_at, needed = _window(reader, low, total, budget, limit, subject, size_of, len(dumps(skeleton)), rest,
                              overhead=len(_MORE_KEY))
     groups, last_tx = [], None
@@ -219,11 +224,10 @@ def _as_json(reader, low, subject, total, budget, limit, rest) -> dict:
             groups.append(dict(group(tx, receipt), changes=[]))
             last_tx = tx
         groups[-1]["changes"].append(entry(op, fact))
-    out = {"basis_tx": reader.basis, "since": low, "items": len(chosen), "left_out": total - len(chosen),
-           "truncated": len(chosen) < total, "transactions": groups}
+    out = dict(summary(reader.basis, low, total, len(chosen)), transactions=groups)
     if out["truncated"]:
         room = budget - len(dumps(out)) - len(_MORE_KEY)
-        out["more"] = _more(total - len(chosen), rest(needed),
+        out["more"] = _more(total, len(chosen), rest(needed),
                             _oldest_left(reader, low, subject, cut_at), cut_at, room)
     return out
 

@@ -32,7 +32,8 @@ Each field is capped (``TEXT_CAP``, ``WHY_CAP``, ``TAG_CAP`` tags) so one item i
 characters at most; other attributes are left to ``fgraph get``. The output is cut between
 items. Transactions are read newest source time first by merging two index walks (imported ones
 by ``fgraph/imported-at``, local ones by id), so memory follows the limit, not the history; the
-total is one counting query.
+total is one counting query that stops at ``context_shape.COUNT_CAP`` (decision C3: past it the
+last line says "N or more").
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ from fgraph.core.genesis import A_AT, A_IMPORTED_AT, A_UNIQUE
 from fgraph.core.limits import GENESIS_TX
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import TAG_INSTANT, TAG_LONG_TEXT, TAG_REF, TAG_TEXT, TAG_VECTOR, format_instant
-from fgraph.query.context_shape import ELLIPSIS, MAX_BUDGET, MAX_LIMIT, _MORE_KEY, budget_for, call
+from fgraph.query import context_shape
+from fgraph.query.context_shape import (ELLIPSIS, MAX_BUDGET, MAX_LIMIT, _MORE_KEY, at_least, budget_for, call,
+                                        how_many, summary)
 
 PRIMARY = ("text", "what", "content", "body", "summary", "description", "observation", "note", "title")
 RATIONALE = ("why", "because", "reason", "rationale")
@@ -111,13 +114,16 @@ class _Walk:
             self.item_args = (type,)
 
     def count(self) -> int:
+        """Items in the window, counted up to the cap (decision C3): the changed entities come
+        distinct as the index walks yield them, so the count stops at the cap instead of
+        gathering every entity of the window first."""
         only = "" if self.subject is None else " AND e = ?"
         extra = () if self.subject is None else (self.subject,)
-        sql = (f"SELECT count(*) FROM (SELECT e FROM fgraph_facts WHERE tx > ? AND tx <= ? AND e != tx{only} "
-               f"UNION SELECT e FROM fgraph_facts WHERE rx > ? AND rx <= ?{only}) AS c "
-               f"WHERE {self.item_sql.format(e='c.e')}")
-        return self.conn.execute(sql, (self.low, self.high) + extra + (self.low, self.high) + extra
-                                 + self.item_args).fetchone()[0]
+        sql = (f"SELECT count(*) FROM (SELECT 1 FROM (SELECT DISTINCT e FROM fgraph_facts WHERE "
+               f"((tx > ? AND tx <= ? AND e != tx) OR (rx > ? AND rx <= ?)){only}) AS c "
+               f"WHERE {self.item_sql.format(e='c.e')} LIMIT ?)")
+        return self.conn.execute(sql, (self.low, self.high, self.low, self.high) + extra + self.item_args
+                                 + (context_shape.COUNT_CAP,)).fetchone()[0]
 
     def is_item(self, e: int) -> bool:
         # the entity is bound once per placeholder: two in the content test, one more with a type
@@ -142,7 +148,9 @@ class _Walk:
             "SELECT v, e FROM fgraph_facts WHERE a = ? AND t = ? AND e = tx AND e > ? AND e <= ? ORDER BY v DESC, e DESC",
             (A_IMPORTED_AT, TAG_INSTANT, self.low, self.high))
         local = self.conn.execute(
-            "SELECT (SELECT v FROM fgraph_facts WHERE e = ev.tx AND a = ? AND tx = ev.tx), ev.tx FROM fgraph_events ev "
+            # without the hint SQLite reads every fgraph/at fact through fgraph_avet (a=?) for each transaction
+            "SELECT (SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = ? AND tx = ev.tx), "
+            "ev.tx FROM fgraph_events ev "
             "WHERE ev.tx > ? AND ev.tx <= ? AND NOT EXISTS "
             "(SELECT 1 FROM fgraph_facts g WHERE g.e = ev.tx AND g.a = ? AND g.tx = ev.tx) ORDER BY ev.tx DESC",
             (A_AT, self.low, self.high, A_IMPORTED_AT))
@@ -290,13 +298,14 @@ def _line(item: dict) -> str:
 
 # ----------------------------------------------------------------- rendering
 
-def _footer(left_out: int, rest: str) -> str:
-    return f"{ELLIPSIS} {left_out} older entit{'ies' if left_out != 1 else 'y'} left out; get them with: {rest}"
+def _footer(left_out: int, total: int, rest: str) -> str:
+    plural = "ies" if left_out != 1 or at_least(total) else "y"
+    return f"{ELLIPSIS} {how_many(left_out, total)} older entit{plural} left out; get them with: {rest}"
 
 
 def _window(reader, walk, total, budget, limit, rest, size_of, start, overhead=0):
     """Choose items while they fit, newest first; the footer's longest form is kept in reserve."""
-    longest = len(_footer(max(total, 2), rest())) + 1
+    longest = len(_footer(max(total, 2), total, rest())) + 1
     reserve = (longest if longest <= budget // 2 else len(ELLIPSIS) + 1) + overhead
     room = budget - reserve
     roles, cache, used, chosen, needed = _Roles(reader), {}, start, [], None
@@ -312,19 +321,18 @@ def _window(reader, walk, total, budget, limit, rest, size_of, start, overhead=0
     return chosen, needed
 
 
-def _more(left_out: int, rest: str, room: int) -> str:
-    text = _footer(left_out, rest)
+def _more(total: int, shown: int, rest: str, room: int) -> str:
+    text = _footer(total - shown, total, rest)
     return text if len(text) < room else ELLIPSIS
 
 
 def _as_markdown(reader, walk, total, budget, limit, rest) -> dict:
     chosen, needed = _window(reader, walk, total, budget, limit, rest, lambda item: len(_line(item)) + 1, 0)
     lines = [_line(item) for item in chosen]
-    out = {"basis_tx": reader.basis, "since": walk.low, "items": len(chosen), "left_out": total - len(chosen),
-           "truncated": len(chosen) < total}
+    out = summary(reader.basis, walk.low, total, len(chosen))
     if out["truncated"]:
         used = sum(len(line) + 1 for line in lines)
-        out["more"] = _more(total - len(chosen), rest(needed), budget - used)
+        out["more"] = _more(total, len(chosen), rest(needed), budget - used)
         lines.append(out["more"])
     out["text"] = "\n".join(lines)
     return out
@@ -335,13 +343,12 @@ def _entry(item: dict) -> dict:
 
 
 def _as_json(reader, walk, total, budget, limit, rest) -> dict:
-    skeleton = {"basis_tx": reader.basis, "since": walk.low, "items": total, "left_out": total, "truncated": False,
-                "entities": []}  # the longest form of every number and flag
+    skeleton = dict(summary(reader.basis, walk.low, total, 0), items=total, truncated=False,
+                    entities=[])  # the longest form of every number and flag
     chosen, needed = _window(reader, walk, total, budget, limit, rest, lambda item: len(dumps(_entry(item))) + 1,
                      len(dumps(skeleton)), overhead=len(_MORE_KEY))
-    out = {"basis_tx": reader.basis, "since": walk.low, "items": len(chosen), "left_out": total - len(chosen),
-           "truncated": len(chosen) < total, "entities": [_entry(item) for item in chosen]}
+    out = dict(summary(reader.basis, walk.low, total, len(chosen)), entities=[_entry(item) for item in chosen])
     if out["truncated"]:
         room = budget - len(dumps(out)) - len(_MORE_KEY)
-        out["more"] = _more(total - len(chosen), rest(needed), room)
+        out["more"] = _more(total, len(chosen), rest(needed), room)
     return out

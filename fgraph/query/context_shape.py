@@ -7,8 +7,8 @@ import itertools
 
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import ValueTypeError
-from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET, CONTEXT_MAX_LIMIT,
-                                CONTEXT_MIN_BUDGET)
+from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_COUNT_CAP, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET,
+                                CONTEXT_MAX_LIMIT, CONTEXT_MIN_BUDGET)
 
 DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET = CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET
 DEFAULT_LIMIT, MAX_LIMIT = CONTEXT_LIMIT, CONTEXT_MAX_LIMIT
@@ -17,6 +17,25 @@ VIEWS = ("change", "entity")
 MORE_HINTS = ("cli", "tool", "resource")
 ELLIPSIS = "…"
 _MORE_KEY = ',"more":""'
+COUNT_CAP = CONTEXT_COUNT_CAP  # read as ``context_shape.COUNT_CAP`` so a test can lower it for both views
+
+
+def at_least(total: int) -> bool:
+    """Whether a window's count stopped at the cap (decision C3), so the true total may be larger."""
+    return total >= COUNT_CAP
+
+
+def how_many(left_out: int, total: int) -> str:
+    """The number of the last line: exact, or "N or more" when the count stopped at the cap."""
+    return f"{left_out} or more" if at_least(total) else str(left_out)
+
+
+def summary(basis: int, since: int, total: int, shown: int) -> dict:
+    """The figures both formats of both views open with; ``left_out_at_least`` only past the cap."""
+    out = {"basis_tx": basis, "since": since, "items": shown, "left_out": total - shown, "truncated": shown < total}
+    if at_least(total):
+        out["left_out_at_least"] = True
+    return out
 
 
 def check(budget, limit, format, by="change", type=None, more_hint="cli") -> None:

@@ -165,3 +165,52 @@ def test_the_mcp_tool_and_resource_render_the_same(db):
     assert resource["more"].endswith("get them with: fgraph://changes?since=64")
     assert "fgraph tail" not in tools.context(budget=300)["data"]["text"] + resource["text"]
     assert "fgraph tail --since 64" in db.context(budget=300)["more"]   # the CLI keeps its own words
+
+
+def _store_of(transactions: int):
+    handle = fgraph.connect(":memory:", clock=CLOCK)
+    for k in range(transactions):
+        handle.transact({"id": f"n{k}", "n/v": k})
+    return handle
+
+
+def test_past_the_count_cap_the_footer_says_or_more(monkeypatch):
+    monkeypatch.setattr("fgraph.query.context_shape.COUNT_CAP", 50)
+    with _store_of(300) as handle:
+        out = handle.context(limit=5)
+        assert (out["items"], out["left_out"], out["truncated"], out["left_out_at_least"]) == (5, 45, True, True)
+        assert out["text"].endswith(out["more"])
+        assert out["more"].startswith(f"{ELLIPSIS} 45 or more older changes left out (transactions 67-")
+        as_json = handle.context(limit=5, format="json")
+        assert (as_json["left_out"], as_json["left_out_at_least"]) == (45, True) and len(as_json["transactions"]) == 5
+        small = handle.context(since=handle.latest_tx() - 20, limit=5)   # 10 transactions of one new entity each
+        assert (small["left_out"], "left_out_at_least" in small) == (5, False)
+        assert small["more"].startswith(f"{ELLIPSIS} 5 older changes left out")
+        for budget in (150, 240, 400, 3000):   # 100 is below the JSON skeleton of a count at the cap (122)
+            for fmt in ("markdown", "json"):
+                capped = handle.context(budget=budget, limit=20, format=fmt)
+                assert (len(capped["text"]) if fmt == "markdown" else len(dumps(capped))) <= budget
+                assert capped["truncated"] and capped["left_out_at_least"]
+
+
+def _steps(handle, **options) -> int:
+    """SQLite virtual-machine steps one context call takes (a progress handler called every step)."""
+    steps = [0]
+
+    def count() -> bool:
+        steps[0] += 1
+        return False
+
+    handle.connection.set_progress_handler(count, 1)
+    try:
+        handle.context(**options)
+    finally:
+        handle.connection.set_progress_handler(None)
+    return steps[0]
+
+
+def test_the_cost_of_a_call_follows_the_cap_not_the_history(monkeypatch):
+    monkeypatch.setattr("fgraph.query.context_shape.COUNT_CAP", 100)
+    with _store_of(300) as small, _store_of(3000) as large:
+        for options in ({}, {"format": "json"}, {"limit": 50}):
+            assert _steps(large, **options) < 1.5 * _steps(small, **options)

@@ -285,3 +285,32 @@ def test_the_named_call_gets_every_item_left_out(growing, budget, limit, by, fmt
         arguments = {key: json.loads(value) for key, value in re.findall(r'(\w+)=("[^"]*"|\d+)', named.group(1))}
         rest = db.context(**arguments, format=fmt, more_hint="tool")
         assert rest["truncated"] is False and rest["items"] == out["items"] + out["left_out"]
+
+
+def test_past_the_count_cap_the_last_line_says_or_more(monkeypatch):
+    """Decision C3: the entities of the window are counted up to the cap, then "N or more"."""
+    from tests.query.test_context import _store_of
+    monkeypatch.setattr("fgraph.query.context_shape.COUNT_CAP", 40)
+    with _store_of(300) as handle:
+        out = handle.context(by="entity", limit=5)
+        assert (out["items"], out["left_out"], out["truncated"], out["left_out_at_least"]) == (5, 35, True, True)
+        assert out["text"].endswith(out["more"]) and out["more"].startswith(f"… 35 or more older entities left out")
+        assert "--limit 40 " in out["more"]   # the named call asks for as many as were counted
+        as_json = handle.context(by="entity", limit=5, format="json")
+        assert (as_json["left_out"], as_json["left_out_at_least"], len(as_json["entities"])) == (35, True, 5)
+        exact = handle.context(by="entity", limit=5, entity="n3")
+        assert "left_out_at_least" not in exact and exact["items"] == 1
+        for budget in (200, 400, 3000):
+            for fmt in ("markdown", "json"):
+                capped = handle.context(by="entity", budget=budget, limit=20, format=fmt)
+                assert (len(capped["text"]) if fmt == "markdown" else len(dumps(capped))) <= budget
+
+
+def test_the_cost_of_a_call_follows_the_cap_not_the_history(monkeypatch):
+    """The count stops at the cap and each transaction's time is one index probe (it once read
+    every fgraph/at fact per transaction), so a ten times longer history costs the same."""
+    from tests.query.test_context import _steps, _store_of
+    monkeypatch.setattr("fgraph.query.context_shape.COUNT_CAP", 100)
+    with _store_of(300) as small, _store_of(3000) as large:
+        for options in ({}, {"format": "json"}, {"limit": 50}):
+            assert _steps(large, by="entity", **options) < 1.5 * _steps(small, by="entity", **options)
