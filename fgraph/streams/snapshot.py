@@ -14,7 +14,7 @@ from typing import Iterator
 import orjson
 
 from fgraph.core import values
-from fgraph.core.canonical import dumps
+from fgraph.core.canonical import dumps, format_float
 from fgraph.core.catalog import Catalog
 from fgraph.core.genesis import A_AT, A_IMPORTED_AT
 from fgraph.core.identity import GENESIS_EVENT, gid_to_uuid
@@ -24,6 +24,7 @@ from fgraph.core.errors import damaged
 from fgraph.core.payload import payload_bytes, verified_text
 
 SELECTOR_CACHE = 8192
+DIGEST_BATCH = 512
 
 
 class Selectors:
@@ -55,8 +56,18 @@ def _receipt_line(tx, event_hash, event_data, operation_id, request_hash, at, or
     # and the keys below are in canonical (sorted) order.
     return ('{"receipt":{"at":%d,"created":%s,"event":"%s","event_data":%s,"event_hash":"%s","operation_id":%s,'
             '"origin_at":%d,"request_hash":%s}}') % (
-        at, dumps(created), event, event_data if event_data is not None else "null", event_hash.hex(),
-        dumps(operation_id), origin_at, dumps(request_hash.hex() if request_hash is not None else None))
+        at, _plain_json(created) if created else "[]", event, event_data if event_data is not None else "null",
+        event_hash.hex(), _plain_json(operation_id), origin_at,
+        '"%s"' % request_hash.hex() if request_hash is not None else "null")
+
+
+def _plain_json(value) -> str:
+    """Canonical JSON of a stored text, None, or list of selectors (names and ``{"eid": uuid}``):
+    orjson's text, canonical for these (02 §4); anything else (a damaged row) the canonical encoder."""
+    if value is None or type(value) is str or (type(value) is list and all(
+            type(x) is str or (type(x) is dict and x.keys() == {"eid"}) for x in value)):
+        return orjson.dumps(value).decode()
+    return dumps(value)
 
 
 def iter_snapshot(conn, basis: int | None = None) -> Iterator[str]:
@@ -77,12 +88,22 @@ _RECEIPTS = (
     f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = {A_IMPORTED_AT} AND tx = ev.tx) "
     "FROM fgraph_events AS ev LEFT JOIN fgraph_ids AS ids ON ids.id = ev.tx "
     f"WHERE ev.tx > {GENESIS_TX} AND ev.tx <= ? ORDER BY ev.tx")
+# The last four columns are for an observer of the fact lines (``FactObserver``), not the lines.
 _FACTS = (
-    "SELECT f.v, f.t, ie.name, ie.gid, ia.name, ia.gid, itx.gid, f.rx, irx.gid "
+    "SELECT f.v, f.t, ie.name, ie.gid, ia.name, ia.gid, itx.gid, f.rx, irx.gid, f.id, f.e, f.a, f.tx "
     "FROM fgraph_facts AS f NOT INDEXED LEFT JOIN fgraph_ids AS ie ON ie.id = f.e "
     "LEFT JOIN fgraph_ids AS ia ON ia.id = f.a LEFT JOIN fgraph_ids AS itx ON itx.id = f.tx "
     "LEFT JOIN fgraph_ids AS irx ON irx.id = f.rx "
     f"WHERE f.tx > {GENESIS_TX} AND f.tx <= ? ORDER BY f.id")
+
+
+class FactObserver:
+    """Told of every fact line as it is made, with the canonical texts it is made of: a check
+    that needs those bytes (doctor's asserting walk, in backup's one pass) reads them here
+    instead of rendering every fact a second time. Any exception it raises stops the snapshot."""
+
+    def fact(self, fact_id, e, a, tx, a_name, entity: str, attribute: str, value: str, tag: str) -> None:
+        raise NotImplementedError
 
 
 def _selector_text(name, gid) -> str:
@@ -101,20 +122,44 @@ def _value_text(value) -> str:
     return dumps(value)
 
 
+class _UuidCache(dict):
+    """UUID texts of gids: anonymous entities and retracting transactions recur on many facts.
+    Emptied when full, so it stays bounded."""
+
+    def __missing__(self, gid) -> str:
+        text = gid_to_uuid(gid)  # raises on a gid a damaged page lost: nothing is cached then
+        if len(self) >= SELECTOR_CACHE:
+            self.clear()
+        self[gid] = text
+        return text
+
+    __call__ = dict.__getitem__
+
+
+class _Counts:
+    receipts = facts = 0
+
+
 def _lines(conn, basis: int | None) -> Iterator[str]:
+    digest, counts = hashlib.sha256(), _Counts()
+    for line in _records(conn, basis, counts):
+        digest.update(line.encode("utf-8") + b"\n")
+        yield line
+    yield _footer(counts, digest)
+
+
+def _footer(counts: _Counts, digest) -> str:
+    return dumps({"facts": counts.facts, "fgraph": "end", "receipts": counts.receipts, "sha256": digest.hexdigest()})
+
+
+def _records(conn, basis: int | None, counts: _Counts, observer: FactObserver | None = None) -> Iterator[str]:
+    """Every line before the footer; ``counts`` holds how many receipts and facts were made."""
     cat = Catalog(conn)
     basis = cat.latest_tx() if basis is None else basis
     sel = Selectors(conn)
-    digest = hashlib.sha256()
-
-    def emit(line: str) -> str:
-        digest.update(line.encode("utf-8") + b"\n")
-        return line
-
     created_at = conn.execute("SELECT value FROM fgraph_meta WHERE key = 'created_at'").fetchone()[0]
-    yield emit(dumps({"basis": GENESIS_EVENT if basis == GENESIS_TX else sel.uuid(basis), "created_at": created_at,
-                      "fgraph": "snapshot/1", "format": 2}))
-    receipts = 0
+    yield dumps({"basis": GENESIS_EVENT if basis == GENESIS_TX else sel.uuid(basis), "created_at": created_at,
+                 "fgraph": "snapshot/1", "format": 2})
     created_rows = conn.cursor().execute(
         f"SELECT created_tx, id, name, gid FROM fgraph_ids WHERE created_tx > {GENESIS_TX} AND created_tx <= ? "
         "ORDER BY created_tx, id", (basis,))
@@ -126,40 +171,80 @@ def _lines(conn, basis: int | None) -> Iterator[str]:
             if pending[0] == tx and pending[1] != tx:
                 created.append(pending[2] if pending[2] is not None else {"eid": gid_to_uuid(pending[3])})
             pending = next(created_rows, None)
-        receipts += 1
+        counts.receipts += 1
         event = gid_to_uuid(gid)
-        yield emit(_receipt_line(tx, event_hash, verified_text(tx, event_data, event_hash, event), operation_id,
-                                 request_hash, at, imported if imported is not None else at, created, event))
-    facts = 0
-    render, logical_name, indirect = values.render, values.logical_name, values.INDIRECT_TAGS
+        yield _receipt_line(tx, event_hash, verified_text(tx, event_data, event_hash, event), operation_id,
+                            request_hash, at, imported if imported is not None else at, created, event)
+    yield from _fact_lines(conn, basis, cat, sel, counts, observer)
+
+
+def _fact_lines(conn, basis: int, cat: Catalog, sel: Selectors, counts: _Counts,
+                observer: FactObserver | None) -> Iterator[str]:
+    render, logical_name, indirect, text_json = values.render, values.logical_name, values.INDIRECT_TAGS, orjson.dumps
+    tag_text, tag_int, tag_instant, tag_float, tag_ref = values.TAG_TEXT, values.TAG_INT, values.TAG_INSTANT, \
+        values.TAG_FLOAT, values.TAG_REF
+    format_instant = values.format_instant
+    uuid_of = _UuidCache()
+    observe = observer.fact if observer is not None else None
     attribute_texts: dict = {}  # attributes are few and repeat on every fact
+    # A transaction's facts are consecutive in id order: its UUID is made once for all of them.
+    last_tx_gid, tx_uuid = None, None
+    for v, t, e_name, e_gid, a_name, a_gid, tx_gid, rx, rx_gid, fact_id, e, a, tx in conn.cursor().execute(
+            _FACTS, (basis,)):
+        if tx_gid != last_tx_gid or tx_uuid is None:
+            tx_uuid, last_tx_gid = gid_to_uuid(tx_gid), tx_gid
+        if e_name is not None:
+            entity = text_json(e_name).decode()
+        elif e_gid == tx_gid:
+            entity = '{"eid":"%s"}' % tx_uuid
+        else:
+            entity = '{"eid":"%s"}' % uuid_of(e_gid)
+        attribute = attribute_texts.get(a_name) if a_name is not None else None
+        if attribute is None:
+            attribute = _selector_text(a_name, a_gid)
+            if a_name is not None and len(attribute_texts) < SELECTOR_CACHE:
+                attribute_texts[a_name] = attribute
+        # The commonest values, rendered as ``render`` + ``_value_text`` would, without either.
+        if t == tag_text and type(v) is str:
+            value, tag = text_json(v).decode(), "text"
+        elif t == tag_int and type(v) is int:
+            value, tag = str(v), "int"
+        elif t == tag_instant and type(v) is int:
+            value, tag = '{"instant":"%s"}' % format_instant(v), "instant"
+        elif t == tag_float and type(v) is float:
+            value, tag = format_float(v), "float"
+        elif t == tag_ref:
+            target = sel(v)
+            value = '{"ref":%s}' % text_json(target).decode() if type(target) is str else _value_text({"ref": target})
+            tag = "ref"
+        else:
+            value = _value_text(render(t, v, cat.blob(v) if t in indirect else None, sel))
+            tag = logical_name(t)
+        if observe is not None:
+            observe(fact_id, e, a, tx, a_name, entity, attribute, value, tag)
+        counts.facts += 1
+        if rx is None or rx > basis:
+            yield '{"fact":[%s,%s,%s,"%s","%s",null]}' % (entity, attribute, value, tag, tx_uuid)
+        else:
+            yield '{"fact":[%s,%s,%s,"%s","%s","%s"]}' % (entity, attribute, value, tag, tx_uuid, uuid_of(rx_gid))
 
-    def attribute_text(name, gid) -> str:
-        text = attribute_texts.get(name)
-        if text is None:
-            text = _selector_text(name, gid)
-            if name is not None and len(attribute_texts) < SELECTOR_CACHE:
-                attribute_texts[name] = text
-        return text
 
-    for v, t, e_name, e_gid, a_name, a_gid, tx_gid, rx, rx_gid in conn.cursor().execute(_FACTS, (basis,)):
-        blob = cat.blob(v) if t in indirect else None
-        retracted = '"%s"' % gid_to_uuid(rx_gid) if rx is not None and rx <= basis else "null"
-        facts += 1
-        yield emit('{"fact":[%s,%s,%s,"%s","%s",%s]}' % (
-            _selector_text(e_name, e_gid), attribute_text(a_name, a_gid), _value_text(render(t, v, blob, sel)),
-            logical_name(t), gid_to_uuid(tx_gid), retracted))
-    yield dumps({"facts": facts, "fgraph": "end", "receipts": receipts, "sha256": digest.hexdigest()})
-
-
-def logical_digest(conn, basis: int | None = None) -> str:
-    """The snapshot/1 footer sha256 at ``basis``, computed without writing the snapshot anywhere.
+def logical_digest(conn, basis: int | None = None, observer: FactObserver | None = None) -> str:
+    """The snapshot/1 footer sha256 at ``basis``, computed without writing the snapshot anywhere;
+    ``observer`` is told of every fact line as it is made.
 
     It covers the header (basis event, created_at), every receipt and every fact, so two stores
     with equal digests hold the same logical content at that basis; any runtime can recompute it
     with ``fgraph snapshot | tail -1``.
     """
-    footer = None
-    for footer in iter_snapshot(conn, basis):  # noqa: B007 - the last line is the footer
-        pass
-    return footer[footer.rindex('"sha256":"') + 10:-2]
+    digest, batch = hashlib.sha256(), []
+    with read_transaction(conn):
+        for line in _records(conn, basis, _Counts(), observer):
+            batch.append(line)
+            if len(batch) == DIGEST_BATCH:  # one update per batch: per line, the calls cost more than hashing
+                batch.append("")
+                digest.update("\n".join(batch).encode("utf-8"))
+                batch.clear()
+    batch.append("")
+    digest.update("\n".join(batch).encode("utf-8"))
+    return digest.hexdigest()
