@@ -24,7 +24,7 @@ import apsw
 from fgraph.core.files import fsync_directory, fsync_file, refuse_sidecar_name
 from fgraph.core import connection, layout, replica
 from fgraph.ops import doctor
-from fgraph.ops.digest_worker import DigestWorker, integrity_source
+from fgraph.ops.digest_worker import DigestWorker
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
 from fgraph.core.sqlite_errors import translate
 from fgraph.streams.snapshot import logical_digest
@@ -137,8 +137,9 @@ def _database_bytes(conn: apsw.Connection) -> int:
 
 
 def verify_copy(path: str, what: str, on_phase=None) -> dict:
-    """Full doctor, basis and logical digest of a copy, all in one read transaction; the digest is
-    computed by a second process meanwhile (``digest_worker``), here when that one fails.
+    """Full doctor, basis and logical digest of a copy, all in one read transaction. A second
+    process (``digest_worker``) meanwhile runs the integrity check and one pass making the digest
+    and doctor's asserting walk; whatever it fails to deliver is done here instead.
     ``on_phase(name, size_bytes)`` is told when verifying and then waiting for the digest begin."""
     on_phase = on_phase or _quiet
     worker = DigestWorker.start(path)
@@ -147,7 +148,7 @@ def verify_copy(path: str, what: str, on_phase=None) -> dict:
         try:
             with read_transaction(conn):
                 on_phase("verifying", os.path.getsize(path))
-                report = doctor.check(conn, parallel=integrity_source(worker))
+                report = doctor.check(conn, parallel=worker)
                 if not report["ok"]:
                     raise FormatError(f"the {what} failed verification: {report['problems'][:5]!r}",
                                       "nothing was published; run `fgraph doctor` on the source and repair or "

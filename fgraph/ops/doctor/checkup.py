@@ -43,7 +43,7 @@ class Checkup:
         self.meta: dict = {}
         self.attr_groups: list = []
         self.disagreeing_facts = 0  # counted by the event pass, reported in the agreement check's place
-        self.worker: CheckWorker | None = None  # runs the asserting walk and integrity check when set
+        self.worker = None  # runs the asserting walk and integrity check when set (``walks_asserted``)
         self.first_asserted = self.first_retracted = None  # (fact id, attribute) of each walk's first
         self.missing_blobs = self.bad_tags = self.bad_values = 0
         physical.register_functions(conn)
@@ -52,8 +52,9 @@ class Checkup:
         return self.q(sql, args).fetchone()
 
     def run(self, expect_digest: str | None, parallel) -> Diagnosis:
-        """``parallel``: an ``IntegrityThread`` or a ``CheckWorker`` already started, or None."""
-        self.worker = parallel if isinstance(parallel, CheckWorker) else None
+        """``parallel``: an ``IntegrityThread``, or a worker already started that also walks the
+        asserted facts (``walks_asserted``: a ``CheckWorker``, backup's ``DigestWorker``), or None."""
+        self.worker = parallel if getattr(parallel, "walks_asserted", False) else None
         if parallel is None:
             physical.integrity(self, physical.integrity_rows(self.conn))
         if physical.markers_and_objects(self):
@@ -97,24 +98,26 @@ def diagnose(conn: apsw.Connection, *, expect_digest: str | None = None, second_
     physical integrity check then runs on it in a thread while the logical checks run here.
     ``worker_path``: the file's path; when the file is large, a second process (``worker``)
     runs the integrity check and the asserting half of the agreement walk instead.
-    ``parallel``: an integrity check already running elsewhere (``result()`` gives its rows or
-    None, then it runs here), e.g. backup's digest worker.
+    ``parallel``: checks already running elsewhere, which the caller stops: an integrity check
+    (``result()`` gives its rows or None, then it runs here), or a worker that also walks the
+    asserted facts (``walks_asserted``: ``integrity()`` and ``asserted()``), e.g. backup's.
     """
     expected = None if expect_digest is None else normalise_digest(expect_digest)
     with read_transaction(conn):
+        started = None
         if parallel is None and worker_path is not None and second_handle is not None and worth_it(worker_path):
-            parallel = CheckWorker(worker_path)
-            parallel.start()
+            started = CheckWorker(worker_path)
+            started.start()
         elif parallel is None and second_handle is not None:
-            parallel = physical.IntegrityThread(second_handle)
-            parallel.start()
+            started = physical.IntegrityThread(second_handle)
+            started.start()
         try:
-            return Checkup(conn).run(expected, parallel)
+            return Checkup(conn).run(expected, parallel if started is None else started)
         finally:
-            if isinstance(parallel, CheckWorker):
-                parallel.stop()
-            elif parallel is not None:
-                parallel.join()
+            if isinstance(started, CheckWorker):
+                started.stop()
+            elif started is not None:
+                started.join()
 
 
 def check(conn: apsw.Connection, *, expect_digest: str | None = None, second_handle=None,

@@ -38,7 +38,9 @@ def worth_it(path: str) -> bool:
 
 
 class CheckWorker(LineChild):
-    """The child process; ``retracted()`` and ``integrity()`` are None whenever it cannot be trusted."""
+    """The child process; ``asserted()`` and ``integrity()`` are None whenever it cannot be trusted."""
+
+    walks_asserted = True  # doctor takes the asserting walk's answer from ``asserted()``
 
     def __init__(self, path: str):
         super().__init__(None)
