@@ -1,6 +1,8 @@
 """Proves the backup's digest worker: its digest is ``logical_digest`` of the copy, a backup whose
 worker fails (cannot start, dies, prints garbage) still proves itself with the right digest, and
-a failed verification leaves no worker running."""
+a failed verification leaves no worker running. Its one pass (the digest and doctor's asserting
+walk on the same fact lines) gives the report plain doctor gives on clean and damaged copies,
+a broken answer changes nothing, and a copy failing any check is never published."""
 
 from __future__ import annotations
 
@@ -78,3 +80,95 @@ def test_the_workers_integrity_rows_are_the_ones_doctor_reports(source, tmp_path
     with fgraph.connect(source, read_only=True) as db, pytest.raises(FormatError, match="planted damage"):
         db.backup(str(tmp_path / "b.db"))
     assert not (tmp_path / "b.db").exists()
+
+
+# -- the one pass: doctor's asserting walk answered by the worker, on clean and damaged copies --
+from fgraph.core import connection  # noqa: E402
+from fgraph.core.txn import read_transaction  # noqa: E402
+from fgraph.ops import doctor  # noqa: E402
+from tests.ops.test_doctor import DAMAGE, copy_of, damage, template  # noqa: E402,F401 - template is a fixture
+from tests.ops.test_doctor_asserted_lines import ASSERTING_DAMAGE, DECIDED  # noqa: E402
+from tests.ops.test_doctor_worker import retract_side_damage  # noqa: E402
+
+WRONG_DIGEST = "0" * 64
+VERIFIED = ["clean", "retracting side", "wrong digest", "fact value rewritten", "fact moved to another entity",
+            "event_data tampered", "missing blob", "altered blob", "orphaned blob", "rx not a transaction",
+            "dangling attribute", "dangling ref", "NULL payload without excision", "shape required attribute gone",
+            "next_id too high", "excision marker removed", *ASSERTING_DAMAGE]
+
+
+def damaged_copy(template: str, tmp_path, case: str) -> str:
+    path = copy_of(template, tmp_path)
+    if case == "retracting side":
+        retract_side_damage(path)
+    elif case in DAMAGE:
+        damage(path, DAMAGE[case][0])
+    elif case in ASSERTING_DAMAGE:
+        damage(path, ASSERTING_DAMAGE[case])
+    return path
+
+
+def verified(path: str, worker: DigestWorker | None, expect_digest=None):
+    """Doctor on the copy as backup runs it (``worker``), or on its own, in one process (None)."""
+    conn = connection.open_immutable_copy(path)
+    try:
+        with read_transaction(conn):
+            return doctor.diagnose(conn, expect_digest=expect_digest, parallel=worker)
+    finally:
+        conn.close()
+        if worker is not None:
+            worker.stop()
+
+
+@pytest.mark.parametrize("case", VERIFIED)
+def test_the_one_pass_gives_the_plain_report(template, tmp_path, case):
+    path = damaged_copy(template, tmp_path, case)
+    expect = WRONG_DIGEST if case == "wrong digest" else None
+    plain = verified(path, None, expect)
+    worker = DigestWorker.start(path)
+    fused = verified(path, worker, expect)
+    assert fused.report == plain.report and fused.problems == plain.problems  # details too (first fact)
+    if case in DECIDED or case in ("retracting side", "wrong digest"):
+        assert worker.proof is not None and not worker.failed  # the worker answered: no fallback
+    if case == "attribute loses its name":
+        assert worker.failed  # the pass gave up: the walk ran here
+    if case in ASSERTING_DAMAGE and case in DECIDED and case != "asserting payload redacted":
+        assert any(p.kind == "agreement" and p.detail["side"] == "asserted" for p in fused.problems), case
+
+
+def test_the_one_pass_gives_the_digest_of_snapshot_and_info(template, tmp_path):
+    worker = DigestWorker.start(template)
+    assert worker.asserted() == (0, None)
+    found = worker.result()
+    with fgraph.connect(template, read_only=True) as db:
+        footer = list(db.iter_snapshot())[-1]
+        info = db.info(True)
+    assert footer.endswith('"sha256":"%s"}' % found["digest"])
+    assert (info["basis_tx"], info["digest"]) == (found["basis_tx"], found["digest"])
+
+
+@pytest.mark.parametrize("case", ["fact value rewritten", "provenance rewritten", "transaction fact rewritten",
+                                  "missing blob", "altered blob", "event_data tampered", "attribute loses its name"])
+def test_a_copy_failing_a_check_is_never_published(template, tmp_path, case):
+    source = damaged_copy(template, tmp_path, case)
+    out = tmp_path / "out"
+    out.mkdir()
+    with fgraph.connect(source, read_only=True) as db, pytest.raises(FormatError, match="failed verification"):
+        db.backup(str(out / "b.db"))
+    assert list(out.iterdir()) == []  # neither the backup nor the scratch copy or its sidecars
+
+
+@pytest.mark.parametrize("second_line", [
+    "", "garbage", '{"asserted": "x", "basis_tx": 1, "digest": "%s"}' % ("0" * 64),
+    '{"asserted": [0, null], "basis_tx": 1, "digest": "00"}', '{"asserted": [-1, null], "basis_tx": 1, "digest": "%s"}'
+    % ("0" * 64), '{"asserted": [0, [1]], "basis_tx": 1, "digest": "%s"}' % ("0" * 64)])
+def test_a_broken_second_answer_changes_nothing(template, tmp_path, monkeypatch, second_line):
+    """The integrity line is sound, the pass's answer is not: the walk and the digest run here."""
+    path = damaged_copy(template, tmp_path, "fact value rewritten")
+    plain = verified(path, None)
+    monkeypatch.setattr("fgraph.ops.digest_worker.CHILD", "print('{\"integrity\": [[\"ok\"]]}'); print(%r)"
+                        % second_line)
+    worker = DigestWorker.start(path)
+    fused = verified(path, worker)
+    assert worker.failed and fused.report == plain.report and fused.problems == plain.problems
+    assert [p.detail["side"] for p in fused.problems if p.kind == "agreement"] == ["asserted"]
