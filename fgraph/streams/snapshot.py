@@ -25,6 +25,7 @@ from fgraph.core.payload import payload_bytes, verified_text
 
 SELECTOR_CACHE = 8192
 DIGEST_BATCH = 512
+DAY_US = 86_400_000_000
 
 
 class Selectors:
@@ -136,6 +137,26 @@ class _UuidCache(dict):
     __call__ = dict.__getitem__
 
 
+class _Instants:
+    """``format_instant`` with the date remembered: a store's instants fall on few days, and the
+    date is most of the cost. A new day is formatted in full, which also checks the range (a
+    day inside years 0001..9999 holds only instants inside them)."""
+
+    def __init__(self):
+        self.day, self.date = None, ""
+
+    def __call__(self, us: int) -> str:
+        day, rem = divmod(us, DAY_US)
+        if day != self.day:
+            text = values.format_instant(us)
+            self.day, self.date = day, text[:11]  # "YYYY-MM-DDT"
+            return text
+        s, f = divmod(rem, 1_000_000)
+        h, s = divmod(s, 3600)
+        mi, s = divmod(s, 60)
+        return f"{self.date}{h:02d}:{mi:02d}:{s:02d}.{f:06d}Z"
+
+
 class _Counts:
     receipts = facts = 0
 
@@ -183,7 +204,7 @@ def _fact_lines(conn, basis: int, cat: Catalog, sel: Selectors, counts: _Counts,
     render, logical_name, indirect, text_json = values.render, values.logical_name, values.INDIRECT_TAGS, orjson.dumps
     tag_text, tag_int, tag_instant, tag_float, tag_ref = values.TAG_TEXT, values.TAG_INT, values.TAG_INSTANT, \
         values.TAG_FLOAT, values.TAG_REF
-    format_instant = values.format_instant
+    format_instant = _Instants()
     uuid_of = _UuidCache()
     observe = observer.fact if observer is not None else None
     attribute_texts: dict = {}  # attributes are few and repeat on every fact
