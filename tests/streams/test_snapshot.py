@@ -359,3 +359,28 @@ def test_cli_snapshot_and_restore_round_trip(tmp_path, snapshot_text):
     bad = subprocess.run([exe, "--db", str(tmp_path / "n.db"), "restore", str(tmp_path / "missing")],
                          capture_output=True)
     assert bad.returncode == 1 and bad.stderr.startswith(b"FormatError: ")
+
+
+def test_the_fast_encoders_equal_the_canonical_ones():
+    """The digest's shortcuts (instants with the day's date remembered, plain receipt fields) give
+    the bytes of ``format_instant`` and canonical ``dumps``, range errors included."""
+    import random
+
+    from fgraph.core.canonical import dumps
+    from fgraph.core.errors import ValueTypeError
+    from fgraph.core.values import format_instant
+    from fgraph.streams.snapshot import _Instants, _plain_json
+
+    instants, rng = _Instants(), random.Random(7)
+    for k in range(20000):
+        us = 1767225600000000 + rng.randrange(-10**11, 10**11) if k % 4 else \
+            rng.randrange(-62135596800000000, 253402300799999999 + 1)
+        assert instants(us) == format_instant(us)
+    for edge in (-62135596800000000, 253402300799999999, 0, -1):
+        assert instants(edge) == instants(edge) == format_instant(edge)
+    for outside in (-62135596800000001, 253402300800000000):
+        with pytest.raises(ValueTypeError):
+            instants(outside)
+    for value in (None, "op-1", "é\u2028\"\\", [], ["a", {"eid": "00000000-0000-4000-8000-000000000040"}, "ü"],
+                  [1.5], [{"eid": "x", "more": 1}], 3):
+        assert _plain_json(value) == dumps(value)
