@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 from fgraph.core.asof import visible_at
@@ -12,7 +11,7 @@ from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, gid_to_uuid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
-from fgraph.core.names import ATTRIBUTE_RE
+from fgraph.core.stats import stats_at
 from fgraph.core.values import RefWire
 
 
@@ -278,19 +277,4 @@ class Reader:
         return out
 
     def stats(self) -> dict:
-        q = self.conn.execute
-        b = self.basis
-        ids = q("SELECT count(*) FROM fgraph_ids WHERE created_tx <= ?", (b,)).fetchone()[0]
-        transactions = q("SELECT count(*) FROM fgraph_events WHERE tx <= ?", (b,)).fetchone()[0]
-        attributes = sum(1 for (name,) in q("SELECT name FROM fgraph_ids WHERE created_tx <= ? AND name GLOB '*/*'",
-                                            (b,)) if ATTRIBUTE_RE.match(name))
-        return {
-            "application_id": 1718055521, "format_version": 2,
-            "attributes": attributes,
-            "blobs": q("SELECT count(DISTINCT v) FROM fgraph_facts WHERE t IN (7, 8, 9) AND tx <= ?", (b,)).fetchone()[0],
-            "entities": ids - transactions,
-            "facts": q("SELECT count(*) FROM fgraph_facts WHERE tx <= ?", (b,)).fetchone()[0],
-            "live_facts": q(f"SELECT count(*) FROM fgraph_facts WHERE {self.visible()}").fetchone()[0],
-            "size": os.path.getsize(self.path) if self.path != ":memory:" and os.path.exists(self.path) else 0,
-            "transactions": transactions,
-        }
+        return stats_at(self.conn, self.basis, self.path)
