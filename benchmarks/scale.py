@@ -147,6 +147,7 @@ def cli_calls(size: int, run: int, since: int) -> list:
         (INDEXED_HYBRID, ["search", "--text", "w5 w40", "--vector", json.dumps(query_vector(2)),
                           "--vector-attribute", "note/embedding"]),
         ("context", ["context"]),
+        ("context --by entity", ["context", "--by", "entity"]),
         ("info", ["info"]),
         ("tail --since last 10", ["tail", "--since", str(since)]),
     ]
