@@ -16,6 +16,7 @@ import apsw
 
 from fgraph.core import values
 from fgraph.streams.lines import iter_lines, not_utf8
+from fgraph.streams.restore_proof import Proof
 from fgraph.streams.restore_lookups import Lookups, selector_key, size_temp_cache
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
 from fgraph.core.canonical import dumps, dumps_bytes, loads
@@ -60,8 +61,12 @@ class _RowRefused(Exception):
 
 class Restorer:
     """Turns snapshot/1 records, in order, into rows of a pristine database."""
-    def __init__(self, conn):
+    def __init__(self, conn, reduced_check=None):
         self.conn = conn
+        # With a reduced final check, what the final doctor would read again is proved as the
+        # records go by (``restore_proof``); without one, the full doctor runs at the end.
+        self.reduced_check = reduced_check
+        self.proof = Proof(conn) if reduced_check is not None else None
         self.cat = Catalog(conn)
         self.rows = Rows(conn)
         self.digest = hashlib.sha256()
@@ -76,6 +81,7 @@ class Restorer:
         self.next_id: int | None = None
         self.times: list[tuple] = []  # (tx, at, origin) of receipts not yet in temp.restore_times
         self.line = 0
+        self.encoded: bytes | None = None  # canonical bytes of the record being handled
         self.first_fact: tuple[int, int] | None = None  # (fact id, line) of the first fact record
         # Fact rows wait here, ids allocated as AUTOINCREMENT would; nothing reads them before finish().
         self.pending: list[tuple] = []            # (id, e, a, v, t, blob, tx, rx, attribute, line)
@@ -93,6 +99,12 @@ class Restorer:
         digest) outranks what a record means, as in the published runtime: after the first
         failing receipt or fact, the rest is still read for those checks, and the record's own
         error is raised only if the stream is otherwise well formed."""
+        # The canonical bytes feed the digest and, for a fact, the proof (its [entity, attribute,
+        # value, tag] is a slice of them); a record they cannot encode fails where it always did.
+        try:
+            self.encoded = dumps_bytes(record)
+        except FgraphError:
+            self.encoded = None
         if self.header is None:
             self.start(record)
         elif isinstance(record, dict) and record.get("fgraph") == "end":
@@ -109,7 +121,7 @@ class Restorer:
             self.checked(self.fact, record["fact"], number)
         else:
             raise _type("a record is neither a receipt, a fact nor the footer")
-        self.digest.update(dumps_bytes(record) + b"\n")
+        self.digest.update((self.encoded if self.encoded is not None else dumps_bytes(record)) + b"\n")
         return False
 
     def checked(self, handle, body, number: int) -> None:
@@ -131,6 +143,8 @@ class Restorer:
         if self.cat.latest_tx() != GENESIS_TX:
             raise Conflict("the destination is not pristine", "restore only into a new, empty database")
         self.header = header
+        if self.proof is not None and not self.reduced_check.before(self.conn):
+            self.proof.give_up("the destination fails doctor before the restore")
         event = genesis_event(created_at)
         self.rows.genesis_time(created_at, GENESIS_AT_FACT, GENESIS_TX, event)
 
@@ -171,6 +185,8 @@ class Restorer:
             self.flush()
         self.receipts += 1
         self.last_event = event
+        if self.proof is not None:
+            self.proof.receipt(event, tx, r["created"], r["event_data"])
 
     def new_identity(self, ident: int, sel) -> tuple:
         if isinstance(sel, str):
@@ -250,6 +266,8 @@ class Restorer:
         if self.first_fact is None:
             self.first_fact = (fact_id, self.line)
         self.facts += 1
+        if self.proof is not None:
+            self.proof.fact(fact_id, e, a, tx, rx, decoded, f, self.encoded)
         if len(self.pending) >= RESTORE_BATCH_ROWS or self.pending_bytes >= BATCH_BYTES:
             self.write_facts()
 
@@ -352,33 +370,42 @@ class Restorer:
                 raise error
 
 
-def restore(conn, source, *, final_check, on_record=None) -> dict:
+def restore(conn, source, *, final_check, on_record=None, reduced_check=None) -> dict:
     """Restore ``source`` (text, bytes, a binary file or lines) into this pristine store.
 
     ``final_check(conn)`` runs inside the write transaction before COMMIT and returns a
     doctor diagnosis (or its report): the caller passes ops' full doctor (streams may not
     import ops). Its agreement finding is decision 7's cross-check, reported as a Conflict at
     the line of the first contradicting fact.
+
+    ``reduced_check`` (ops' ``fgraph.ops.doctor.restored``), when given, lets restore prove as the
+    stream goes by what the final doctor would read again (``restore_proof``): its ``before(conn)``
+    checks the pristine destination, its ``after(conn)`` the few set-wide rules left at the end,
+    and ``final_check`` then runs only when something was not proved, to decide the outcome
+    and its message exactly as without ``reduced_check``.
     """
     # The receipts' times wait in a temporary table until the facts arrive: a small cache for it
     # keeps memory flat (it spills to the temporary file instead of growing with the stream).
     saved = size_temp_cache(conn, TEMP_CACHE_KIB)
     try:
-        return _restore(conn, source, final_check=final_check, on_record=on_record)
+        return _restore(conn, source, final_check=final_check, on_record=on_record, reduced_check=reduced_check)
     finally:
         if saved is not None:
             size_temp_cache(conn, saved)
 
 
-def _restore(conn, source, *, final_check, on_record) -> dict:
+def _restore(conn, source, *, final_check, on_record, reduced_check) -> dict:
     try:
         with write_transaction(conn):
-            restorer = Restorer(conn)
+            restorer = Restorer(conn, reduced_check)
             try:
                 return _restore_records(conn, restorer, source, final_check=final_check, on_record=on_record)
             except FgraphError:
                 restorer.write_facts()     # a fact row refused before this error is the one to report
                 raise
+            finally:
+                if restorer.proof is not None:
+                    restorer.proof.close()
     except _RowRefused as refused:
         raise refused.error from None
 
@@ -409,7 +436,10 @@ def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
     except FgraphError as exc:
         raise exc.at_line(footer_line) from None
     basis = restorer.cat.latest_tx()
+    proved = restorer.proof is not None and restorer.proof.finish()  # closes its cursor before the DROP
     conn.execute("DROP TABLE temp.restore_times")
+    if proved and restorer.reduced_check.after(conn):
+        return {"basis_tx": basis, "ok": True}
     checked = final_check(conn)
     restorer.contradiction(getattr(checked, "problems", ()))
     report = getattr(checked, "report", checked)
