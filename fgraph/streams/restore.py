@@ -5,6 +5,13 @@ receipts (hashes, identities, times), facts (selectors, events, values) and, at
 the footer, counts, basis and the digest over the canonical records. Facts are
 also cross-checked against the payloads of the events that asserted and
 retracted them (spec README decision 7). Any failure rolls everything back.
+
+The doctor that spec 05 §2.7 runs at the end is, given a ``reduced_check``, mostly
+not a second read: what it would check is proved as the records go by
+(``restore_proof``) or holds because restore wrote the rows itself; only the
+schema and shapes are checked at the end (``fgraph.ops.doctor.restored`` says which
+check is settled where). Whatever was not proved gets the full doctor, so outcomes
+and messages are the same either way.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What restore proves as the stream goes by, so that its final doctor need not read it all again.
 
 Restore writes every row itself from records it has checked; what those checks leave open
-(docs/restore-verification.md lists every doctor check and where restore settles it) is proved
-here, record by record, on bounded state:
+(``fgraph.ops.doctor.restored`` lists every doctor check and where restore settles it) is
+proved here, record by record, on bounded state:
 
 - each receipt: its ``created`` list is exactly its event's (or, for an event applied from
   another store, which its own fgraph/imported-at fact shows, a part of it), and every anonymous
