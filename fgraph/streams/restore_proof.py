@@ -25,7 +25,6 @@ only ever skips work on a stream it has fully vouched for.
 
 from __future__ import annotations
 
-import heapq
 from collections import OrderedDict
 
 import orjson
@@ -67,10 +66,10 @@ class Proof:
         self.retracting: OrderedDict[int, Payload] = OrderedDict()
         self.retracting_bytes = 0
         # Retracted facts wait for the cursor to parse their retracting event (later than their
-        # asserting one, so still ahead): a heap by rx. Past its bounds, a fact is checked at once
+        # asserting one, so still ahead), by rx. Past its bounds, a fact is checked at once
         # against its payload, read on its own (``retractor``).
-        self.waiting: list[tuple] = []
-        self.waiting_bytes = 0
+        self.waiting: dict[int, list] = {}
+        self.waiting_count = self.waiting_bytes = 0
         self.unified: set[int] = set()  # receipts that left out names of their event, until shown applied
 
     def give_up(self, reason: str) -> None:
@@ -140,9 +139,14 @@ class Proof:
             return self.retracted_now(rx, e, a, decoded, record, fact_id)
         pair = _pair(record)
         cut = len(pair) - 1 if fast.startswith(pair[:-1]) else 0
-        if len(self.waiting) >= WAITING or self.waiting_bytes + len(fast) > WAITING_BYTES or not cut:
+        if self.waiting_count >= WAITING or self.waiting_bytes + len(fast) > WAITING_BYTES or not cut:
             return self.retracted_now(rx, e, a, decoded, record, fact_id)  # full: checked at once
-        heapq.heappush(self.waiting, (rx, fact_id, fast, cut))
+        bucket = self.waiting.get(rx)
+        if bucket is None:
+            self.waiting[rx] = [fast, cut]
+        else:
+            bucket += (fast, cut)
+        self.waiting_count += 1
         self.waiting_bytes += len(fast)
 
     def retracted_now(self, rx: int, e: int, a: int, decoded, record: list, fact_id: int) -> None:
@@ -173,20 +177,26 @@ class Proof:
             if at >= tx:
                 return
         self.at, self.current = _AFTER_ALL, None
-        self.release(_AFTER_ALL)
+        for rx in sorted(self.waiting):     # none is left: every rx is an event the cursor passed
+            self.release(rx, self.retractor(rx))
 
-    def release(self, at) -> None:
-        """Check the retracted facts whose retracting event the cursor has reached."""
-        waiting = self.waiting
-        while waiting and waiting[0][0] <= at:
-            rx, _, fast, cut = heapq.heappop(waiting)
+    def release(self, at, payload: Payload | None = None) -> None:
+        """Check the retracted facts waiting for event ``at``, whose payload the cursor holds."""
+        bucket = self.waiting.pop(at, None)
+        if bucket is None or self.unproved is not None:
+            return
+        self.waiting_count -= len(bucket) // 2
+        sets = (payload or self.current).retracting()
+        if sets is None:
+            return
+        listed = sets[0]
+        for k in range(0, len(bucket), 2):
+            fast, cut = bucket[k], bucket[k + 1]
             self.waiting_bytes -= len(fast)
-            sets = (self.current if rx == self.at else self.retractor(rx)).retracting()
             # listed as retracted, or its (entity, attribute) asserted anew: what the doctor
             # accepts, on the bytes it would compute (``fast`` and its [entity, attribute] prefix)
-            if sets is not None and self.unproved is None and fast not in sets[0] \
-                    and fast[:cut] + b"]" not in replaced(sets):
-                self.give_up("a fact disagrees with the event that retracted it")
+            if fast not in listed and fast[:cut] + b"]" not in replaced(sets):
+                return self.give_up("a fact disagrees with the event that retracted it")
 
     def event(self, tx: int, payload: Payload) -> None:
         """The doctor's event pass for one stored payload restore wrote from a checked receipt:
@@ -237,7 +247,7 @@ class Proof:
         self.retracting.clear()
         self.retracting_bytes = 0
         self.waiting.clear()
-        self.waiting_bytes = 0
+        self.waiting_count = self.waiting_bytes = 0
 
 
 def _row(tx: int, e: int, a: int, decoded, record: list, fact_id: int) -> tuple:
