@@ -209,7 +209,7 @@ def _fact_lines(conn, basis: int, cat: Catalog, sel: Selectors, counts: _Counts,
     observe = observer.fact if observer is not None else None
     attribute_texts: dict = {}  # attributes are few and repeat on every fact
     # A transaction's facts are consecutive in id order: its UUID is made once for all of them.
-    last_tx_gid, tx_uuid = None, None
+    last_tx_gid, tx_uuid, facts = None, None, 0
     for v, t, e_name, e_gid, a_name, a_gid, tx_gid, rx, rx_gid, fact_id, e, a, tx in conn.cursor().execute(
             _FACTS, (basis,)):
         if tx_gid != last_tx_gid or tx_uuid is None:
@@ -243,11 +243,12 @@ def _fact_lines(conn, basis: int, cat: Catalog, sel: Selectors, counts: _Counts,
             tag = logical_name(t)
         if observe is not None:
             observe(fact_id, e, a, tx, a_name, entity, attribute, value, tag)
-        counts.facts += 1
+        facts += 1
         if rx is None or rx > basis:
             yield '{"fact":[%s,%s,%s,"%s","%s",null]}' % (entity, attribute, value, tag, tx_uuid)
         else:
             yield '{"fact":[%s,%s,%s,"%s","%s","%s"]}' % (entity, attribute, value, tag, tx_uuid, uuid_of(rx_gid))
+    counts.facts = facts
 
 
 def logical_digest(conn, basis: int | None = None, observer: FactObserver | None = None) -> str:

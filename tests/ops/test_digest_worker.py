@@ -6,6 +6,7 @@ a broken answer changes nothing, and a copy failing any check is never published
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -86,6 +87,7 @@ def test_the_workers_integrity_rows_are_the_ones_doctor_reports(source, tmp_path
 from fgraph.core import connection  # noqa: E402
 from fgraph.core.txn import read_transaction  # noqa: E402
 from fgraph.ops import doctor  # noqa: E402
+from tests.conftest import peer_executable  # noqa: E402
 from tests.ops.test_doctor import DAMAGE, copy_of, damage, template  # noqa: E402,F401 - template is a fixture
 from tests.ops.test_doctor_asserted_lines import ASSERTING_DAMAGE, DECIDED  # noqa: E402
 from tests.ops.test_doctor_worker import retract_side_damage  # noqa: E402
@@ -172,3 +174,18 @@ def test_a_broken_second_answer_changes_nothing(template, tmp_path, monkeypatch,
     fused = verified(path, worker)
     assert worker.failed and fused.report == plain.report and fused.problems == plain.problems
     assert [p.detail["side"] for p in fused.problems if p.kind == "agreement"] == ["asserted"]
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
+def test_the_one_pass_digest_is_the_peers_snapshot_digest(template, tmp_path):
+    """Cross-runtime: a store with every kind of row (blobs, vectors, refs, anonymous ids, an
+    excision, provenance); the published runtime's snapshot of our backup ends with our digest."""
+    from tests.support.peerlib import peer
+
+    dest = tmp_path / "b.db"
+    with fgraph.connect(template, read_only=True) as db:
+        proof = db.backup(str(dest), details=True)
+        assert proof["digest"] == db.logical_digest()
+    footer = json.loads(peer(dest, "snapshot").decode().splitlines()[-1])
+    assert footer["sha256"] == proof["digest"]
