@@ -158,6 +158,8 @@ class _Instants:
 
 
 class _Counts:
+    """How many receipt and fact lines were made: the footer's counts."""
+
     receipts = facts = 0
 
 
