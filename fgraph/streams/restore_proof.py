@@ -68,7 +68,7 @@ class Proof:
         # Retracted facts wait for the cursor to parse their retracting event (later than their
         # asserting one, so still ahead), by rx. Past its bounds, a fact is checked at once
         # against its payload, read on its own (``retractor``).
-        self.waiting: dict[int, list] = {}
+        self.waiting: dict[int, tuple] = {}
         self.waiting_count = self.waiting_bytes = 0
         self.unified: set[int] = set()  # receipts that left out names of their event, until shown applied
 
@@ -141,11 +141,9 @@ class Proof:
         cut = len(pair) - 1 if fast.startswith(pair[:-1]) else 0
         if self.waiting_count >= WAITING or self.waiting_bytes + len(fast) > WAITING_BYTES or not cut:
             return self.retracted_now(rx, e, a, decoded, record, fact_id)  # full: checked at once
+        # a tuple of bytes and ints, which the garbage collector stops tracking, unlike a list
         bucket = self.waiting.get(rx)
-        if bucket is None:
-            self.waiting[rx] = [fast, cut]
-        else:
-            bucket += (fast, cut)
+        self.waiting[rx] = (fast, cut) if bucket is None else bucket + (fast, cut)
         self.waiting_count += 1
         self.waiting_bytes += len(fast)
 
