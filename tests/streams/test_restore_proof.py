@@ -269,3 +269,60 @@ def test_the_payload_cut_from_the_receipt_is_its_canonical_encoding(payload):
         assert restorer.payload_bytes(payload) == dumps_bytes(payload)
         restorer.encoded = None
         assert restorer.payload_bytes(payload) == dumps_bytes(payload)
+
+
+def test_an_anonymous_identity_whose_eid_is_not_derived_from_its_event_fails_alike():
+    """The eid replaced everywhere and the event's hash recomputed: only the derivation of 03 §7
+    (doctor's registry check) tells."""
+    import hashlib
+    text = rich_snapshot()
+    records = [loads(line) for line in text.splitlines()]
+    receipt = next(r["receipt"] for r in records if "receipt" in r
+                   and any(isinstance(sel, dict) for sel in r["receipt"]["created"]))
+    old = next(sel["eid"] for sel in receipt["created"] if isinstance(sel, dict))
+    new = "0" * 8 + old[8:]
+    records = [loads(dumps(r).replace(old, new)) for r in records]
+    receipt = next(r["receipt"] for r in records if "receipt" in r and {"eid": new} in r["receipt"]["created"])
+    receipt["event_hash"] = hashlib.sha256(dumps(receipt["event_data"]).encode()).hexdigest()
+    result, full_doctor_ran = both(reseal([dumps(r) for r in records]))
+    assert result[:2] == ("error", "FormatError") and "anonymous" in result[3] and full_doctor_ran, result
+
+
+def test_a_created_name_in_the_reserved_namespace_fails_alike():
+    """"ada" renamed "fgraph/ada" everywhere, every event's hash recomputed: doctor counts it an
+    invalid system identity."""
+    import hashlib
+    records = [loads(dumps(r).replace('"ada"', '"fgraph/ada"')) for r in map(loads, rich_snapshot().splitlines())]
+    for record in records:
+        if "receipt" in record and record["receipt"]["event_data"] is not None:
+            receipt = record["receipt"]
+            receipt["event_hash"] = hashlib.sha256(dumps(receipt["event_data"]).encode()).hexdigest()
+    result, full_doctor_ran = both(reseal([dumps(r) for r in records]))
+    assert result[:2] == ("error", "FormatError") and "system identities" in result[3] and full_doctor_ran, result
+
+
+def test_a_fact_asserted_before_its_entity_was_created_fails_alike():
+    """Bob's name moved to the event before Bob's, which is made to list it (its hash recomputed):
+    every fact agrees with its events, only the registry's order tells."""
+    import hashlib
+    records = [loads(line) for line in rich_snapshot().splitlines()]
+    bob = next(r["fact"] for r in records if "fact" in r and r["fact"][:2] == ["bob", "p/name"])
+    ada = next(r["fact"] for r in records if "fact" in r and r["fact"][:2] == ["ada", "p/name"])
+    receipt = next(r["receipt"] for r in records if "receipt" in r and r["receipt"]["event"] == ada[4])
+    receipt["event_data"]["asserted"].append(bob[:4])
+    receipt["event_hash"] = hashlib.sha256(dumps(receipt["event_data"]).encode()).hexdigest()
+    bob[4] = ada[4]
+    result, full_doctor_ran = both(reseal([dumps(r) for r in records]))
+    assert result[:2] == ("error", "FormatError") and "predate" in result[3] and full_doctor_ran, result
+
+
+def test_a_transaction_time_that_is_not_an_instant_fails_alike():
+    """A transaction's own fgraph/at given as the same microseconds, tagged int: the receipt's
+    times still match, its event never lists it, only the doctor's view of a transaction tells."""
+    records = [loads(line) for line in rich_snapshot().splitlines()]
+    receipt = [r["receipt"] for r in records if "receipt" in r][-1]
+    own = next(r["fact"] for r in records if "fact" in r and r["fact"][1] == "fgraph/at"
+               and r["fact"][4] == receipt["event"])
+    own[2], own[3] = receipt["at"], "int"
+    result, full_doctor_ran = both(reseal([dumps(r) for r in records]))
+    assert result[:2] == ("error", "FormatError") and full_doctor_ran, result
