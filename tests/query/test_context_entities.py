@@ -294,7 +294,7 @@ def test_past_the_count_cap_the_last_line_says_or_more(monkeypatch):
     with _store_of(300) as handle:
         out = handle.context(by="entity", limit=5)
         assert (out["items"], out["left_out"], out["truncated"], out["left_out_at_least"]) == (5, 35, True, True)
-        assert out["text"].endswith(out["more"]) and out["more"].startswith(f"… 35 or more older entities left out")
+        assert out["text"].endswith(out["more"]) and out["more"].startswith("… 35 or more older entities left out")
         assert "--limit 40 " in out["more"]   # the named call asks for as many as were counted
         as_json = handle.context(by="entity", limit=5, format="json")
         assert (as_json["left_out"], as_json["left_out_at_least"], len(as_json["entities"])) == (35, True, 5)
