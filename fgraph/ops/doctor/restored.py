@@ -47,7 +47,7 @@ from fgraph.ops.doctor.checkup import Checkup, diagnose
 
 # What a restored store still owes the doctor at the end: rules over all live facts at once
 # (declarations, cardinality, uniqueness, shapes). Every other check of CHECKS is proved by
-# construction or as the stream goes by (decision V2 in docs/snapshot.md).
+# construction or as the stream goes by (decision P1 in docs/snapshot.md).
 REMAINING = (logical.schema, logical.shapes)
 
 
