@@ -24,7 +24,7 @@ import apsw
 from fgraph.core.files import fsync_directory, fsync_file, refuse_sidecar_name
 from fgraph.core import connection, layout, replica
 from fgraph.ops import doctor
-from fgraph.ops.digest_worker import DigestWorker
+from fgraph.ops.digest_worker import DigestWorker, map_private_copy
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
 from fgraph.core.sqlite_errors import translate
 from fgraph.streams.snapshot import logical_digest
@@ -146,6 +146,7 @@ def verify_copy(path: str, what: str, on_phase=None) -> dict:
     try:
         conn = connection.open_immutable_copy(path)
         try:
+            map_private_copy(conn)
             with read_transaction(conn):
                 on_phase("verifying", os.path.getsize(path))
                 report = doctor.check(conn, parallel=worker)

@@ -189,3 +189,15 @@ def test_the_one_pass_digest_is_the_peers_snapshot_digest(template, tmp_path):
         assert proof["digest"] == db.logical_digest()
     footer = json.loads(peer(dest, "snapshot").decode().splitlines()[-1])
     assert footer["sha256"] == proof["digest"]
+
+
+def test_the_private_copy_is_read_through_a_bounded_map(template):
+    from fgraph.ops.digest_worker import COPY_MAP_BYTES, map_private_copy
+
+    conn = connection.open_immutable_copy(template)
+    try:
+        map_private_copy(conn)
+        assert conn.execute("PRAGMA mmap_size").fetchone()[0] == COPY_MAP_BYTES <= 256 * 1024 * 1024
+        assert verified(template, None).ok  # the checks read the same through the map
+    finally:
+        conn.close()
