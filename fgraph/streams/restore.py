@@ -23,6 +23,8 @@ import apsw
 
 from fgraph.core import values
 from fgraph.streams.lines import iter_lines, not_utf8
+from fgraph.streams.restore_absent import Absent
+from fgraph.streams.restore_parse import parse_line
 from fgraph.streams.restore_proof import Proof
 from fgraph.streams.restore_lookups import Lookups, selector_key, size_temp_cache
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
@@ -95,11 +97,12 @@ class Restorer:
         self.pending_bytes = 0
         self.next_fact_id: int | None = None
         self.known = Lookups(conn)  # what the facts ask again and again, from bounded memory
+        self.absent = Absent(conn)  # names and gids surely not registered: no query for a new identity
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS restore_times (tx INTEGER PRIMARY KEY, at INTEGER, origin INTEGER)")
         conn.execute("DELETE FROM temp.restore_times")
 
     # -- records ----------------------------------------------------------------
-    def record(self, record, number: int = 0) -> bool:
+    def record(self, record, number: int = 0, encoded: bytes | None = None) -> bool:
         """Handle one parsed record; True when it was the footer.
 
         The shape of the stream (record kinds, receipts before facts, the footer last, the
@@ -108,10 +111,14 @@ class Restorer:
         error is raised only if the stream is otherwise well formed."""
         # The canonical bytes feed the digest and, for a fact, the proof (its [entity, attribute,
         # value, tag] is a slice of them); a record they cannot encode fails where it always did.
-        try:
-            self.encoded = dumps_bytes(record)
-        except FgraphError:
-            self.encoded = None
+        # ``encoded``, when given, is those bytes already (the line itself, ``restore_parse``).
+        if encoded is not None:
+            self.encoded = encoded
+        else:
+            try:
+                self.encoded = dumps_bytes(record)
+            except FgraphError:
+                self.encoded = None
         if self.header is None:
             self.start(record)
         elif isinstance(record, dict) and record.get("fgraph") == "end":
@@ -159,7 +166,7 @@ class Restorer:
         if not isinstance(r, dict) or set(r) != RECEIPT_KEYS:
             raise _type("a receipt must have exactly the 8 receipt keys")
         event = check_event_uuid(r["event"])
-        if self.cat.id_by_gid(uuid_to_gid(event)) is not None:
+        if self.registered_gid(uuid_to_gid(event)):
             raise Conflict(f"event {event} appears twice", "a snapshot lists each transaction once")
         if not isinstance(r["event_hash"], str) or not HEX64.match(r["event_hash"]):
             raise _type(f"event_hash {r['event_hash']!r} is not 64 lowercase hex digits")
@@ -181,6 +188,9 @@ class Restorer:
         if r["event_data"] is not None:
             text = self.check_payload(r, event, origin)
         registered = [(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)]
+        add = self.absent.add
+        for _, name, gid, _ in registered:  # before the rows are written: the filter may only hold more
+            add(name if name is not None else gid)
         self.rows.identities(registered)
         for row in registered:
             self.cat.cache.remember(*row)
@@ -198,15 +208,19 @@ class Restorer:
     def new_identity(self, ident: int, sel) -> tuple:
         if isinstance(sel, str):
             check_name(sel, "created name")
-            if self.cat.id_by_name(sel) is not None:
+            if not self.absent.surely_absent(sel) and self.cat.id_by_name(sel) is not None:
                 raise Conflict(f"identity {sel!r} is created twice", "a snapshot creates each identity once")
             return ident, sel, None
         if isinstance(sel, dict) and set(sel) == {"eid"}:
             gid = uuid_to_gid(check_event_uuid(sel["eid"], "eid"))
-            if self.cat.id_by_gid(gid) is not None:
+            if self.registered_gid(gid):
                 raise Conflict(f"eid {sel['eid']} is created twice", "a snapshot creates each identity once")
             return ident, None, gid
         raise _type(f"created selector {sel!r} must be a name or {{\"eid\": uuid}}")
+
+    def registered_gid(self, gid: bytes) -> bool:
+        """Whether an identity with this gid is registered (a query only when the filter cannot say no)."""
+        return not self.absent.surely_absent(gid) and self.cat.id_by_gid(gid) is not None
 
     def check_payload(self, r: dict, event: str, origin: int) -> str:
         payload = r["event_data"]
@@ -440,11 +454,14 @@ def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
             raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
             if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
                 raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise not_utf8(number, source, "snapshot") from None
-            done = restorer.record(loads(text), number)
+            parsed = parse_line(raw)  # a line that is its record's canonical bytes needs no second encoding
+            if parsed is None:
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise not_utf8(number, source, "snapshot") from None
+                parsed = loads(text), None
+            done = restorer.record(parsed[0], number, parsed[1])
             footer_line = number
         except FgraphError as exc:
             raise exc.at_line(number) from None
