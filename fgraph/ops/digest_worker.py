@@ -26,8 +26,9 @@ from fgraph.ops.workers import LineChild, answer, child_main, spawn
 CHILD = "import sys; from fgraph.ops.digest_worker import child; sys.exit(child(sys.argv[1:]))"
 # Reads of the private copy go through a memory map of at most this much of the file: a page is
 # then read without being copied into SQLite's cache (at 100,000 events the integrity check takes
-# 0.3 s less CPU). Mapped I/O turns a file truncated underneath into a crash, which is why only
-# the private scratch copy, which nothing else opens, is read this way.
+# 0.3 s less CPU). Mapped I/O turns a file truncated underneath, or a media error, into a signal
+# instead of an SQLite error, which is why only the private scratch copy we just wrote, which
+# nothing else opens, is read this way (doctor on a user's file is not).
 COPY_MAP_BYTES = 256 * 1024 * 1024
 
 
