@@ -66,7 +66,7 @@ def _plain_json(value) -> str:
     """Canonical JSON of a stored text, None, or list of selectors (names and ``{"eid": uuid}``):
     orjson's text, canonical for these (02 §4); anything else (a damaged row) the canonical encoder."""
     if value is None or type(value) is str or (type(value) is list and all(
-            type(x) is str or (type(x) is dict and x.keys() == {"eid"}) for x in value)):
+            type(x) is str or (type(x) is dict and x.keys() == {"eid"} and type(x["eid"]) is str) for x in value)):
         return orjson.dumps(value).decode()
     return dumps(value)
 
