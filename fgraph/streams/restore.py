@@ -42,6 +42,7 @@ from fgraph.core.values import INDIRECT_TAGS, RefWire
 
 MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
 TIMES_BATCH = 1024
+RECEIPT_BATCH = 256   # receipts whose identity and event rows wait to be written together
 TEMP_CACHE_KIB = -256
 HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 RECEIPT_KEYS = frozenset({"at", "created", "event", "event_data", "event_hash", "operation_id", "origin_at",
@@ -98,6 +99,13 @@ class Restorer:
         self.next_fact_id: int | None = None
         self.known = Lookups(conn)  # what the facts ask again and again, from bounded memory
         self.absent = Absent(conn)  # names and gids surely not registered: no query for a new identity
+        # Identity and event rows of receipts that cannot be refused by SQLite wait here, written
+        # by one statement each per batch; ``waiting`` holds their names and gids, so the
+        # duplicate checks see them as registered (they are, once written).
+        self.waiting_ids: list[tuple] = []
+        self.waiting_events: list[tuple] = []
+        self.waiting: set = set()
+        self.waiting_bytes = 0
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS restore_times (tx INTEGER PRIMARY KEY, at INTEGER, origin INTEGER)")
         conn.execute("DELETE FROM temp.restore_times")
 
@@ -188,14 +196,27 @@ class Restorer:
         if r["event_data"] is not None:
             text = self.check_payload(r, event, origin)
         registered = [(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)]
+        keys = [name if name is not None else gid for _, name, gid, _ in registered]
         add = self.absent.add
-        for _, name, gid, _ in registered:  # before the rows are written: the filter may only hold more
-            add(name if name is not None else gid)
-        self.rows.identities(registered)
+        for key in keys:  # before the rows are written: the filter may only hold more
+            add(key)
+        event_row = (tx, bytes.fromhex(r["event_hash"]), text, r["operation_id"],
+                     bytes.fromhex(rh) if rh is not None else None)
+        if r["operation_id"] is None and len(set(keys)) == len(keys) and self.waiting.isdisjoint(keys):
+            # No UNIQUE constraint can refuse these rows (the checks above found each name and gid
+            # unregistered, and none is repeated), so they may wait and be written together.
+            self.waiting_ids += registered
+            self.waiting_events.append(event_row)
+            self.waiting.update(keys)
+            self.waiting_bytes += len(text) if text is not None else 0
+            if len(self.waiting_events) >= RECEIPT_BATCH or self.waiting_bytes >= BATCH_BYTES:
+                self.write_receipts()
+        else:  # SQLite may refuse a row: written now, so it refuses it here, as it always did
+            self.write_receipts()
+            self.rows.identities(registered)
+            self.rows.events([event_row])
         for row in registered:
             self.cat.cache.remember(*row)
-        self.rows.event(tx, text, bytes.fromhex(r["event_hash"]), r["operation_id"],
-                        bytes.fromhex(rh) if rh is not None else None)
         self.next_id = tx + 1  # written once, by flush(), before the final checks
         self.times.append((tx, at, origin))
         if len(self.times) >= TIMES_BATCH:
@@ -208,7 +229,7 @@ class Restorer:
     def new_identity(self, ident: int, sel) -> tuple:
         if isinstance(sel, str):
             check_name(sel, "created name")
-            if not self.absent.surely_absent(sel) and self.cat.id_by_name(sel) is not None:
+            if sel in self.waiting or not self.absent.surely_absent(sel) and self.cat.id_by_name(sel) is not None:
                 raise Conflict(f"identity {sel!r} is created twice", "a snapshot creates each identity once")
             return ident, sel, None
         if isinstance(sel, dict) and set(sel) == {"eid"}:
@@ -220,7 +241,15 @@ class Restorer:
 
     def registered_gid(self, gid: bytes) -> bool:
         """Whether an identity with this gid is registered (a query only when the filter cannot say no)."""
-        return not self.absent.surely_absent(gid) and self.cat.id_by_gid(gid) is not None
+        return gid in self.waiting or not self.absent.surely_absent(gid) and self.cat.id_by_gid(gid) is not None
+
+    def write_receipts(self) -> None:
+        """Write the waiting identity and event rows (before anything reads the registry or events)."""
+        if self.waiting_events:
+            self.rows.identities(self.waiting_ids)
+            self.rows.events(self.waiting_events)
+            self.waiting_ids, self.waiting_events, self.waiting_bytes = [], [], 0
+            self.waiting.clear()
 
     def check_payload(self, r: dict, event: str, origin: int) -> str:
         payload = r["event_data"]
@@ -253,6 +282,7 @@ class Restorer:
         """A receipt may skip names of its event only when they already existed (an apply that unified them)."""
         if r["created"] == payload.get("created"):  # checked names and {"eid"} objects: equal as JSON too
             return True
+        self.write_receipts()  # the registry is asked below
         listed = [dumps(sel) for sel in r["created"]]
         for sel in payload.get("created", ()):
             if dumps(sel) in listed:
@@ -266,6 +296,8 @@ class Restorer:
         return True
 
     def fact(self, f) -> None:
+        if self.waiting_events:
+            self.write_receipts()
         if not isinstance(f, list) or len(f) != 6:
             raise _type("a fact must be [entity, attribute, value, tag, tx_event, rx_event]")
         e_sel, attr, raw, tag, tx_event, rx_event = f
@@ -362,6 +394,7 @@ class Restorer:
         self.times.clear()
 
     def finish(self) -> None:
+        self.write_receipts()
         self.write_facts()
         self.flush()
         footer = self.footer

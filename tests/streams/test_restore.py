@@ -188,3 +188,73 @@ def test_an_event_hash_with_a_trailing_newline_is_refused(tmp_path):
     data = reseal([dumps(record) for record in records])
     outcome, _ = _restore_outcome(tmp_path / "t.db", data.encode())
     assert outcome[:2] == ("error", "TypeError"), outcome
+
+
+# -- receipt rows written in batches ----------------------------------------------------------
+def _receipt_batches(tmp_path, monkeypatch, data: bytes, label: str, batch: int):
+    outcomes = []
+    for size in (batch, 1):      # 1: every receipt's rows written as its record is read
+        monkeypatch.setattr(restore_module, "RECEIPT_BATCH", size)
+        db = fgraph.connect(str(tmp_path / f"{label}-{size}.db"), clock=lambda: CONFORMANCE_CLOCK)
+        try:
+            db.restore(data)
+            result = ("ok",)
+        except Exception as exc:  # noqa: BLE001 - a row SQLite refuses surfaces as its own error
+            result = ("error", type(exc).__name__, getattr(exc, "line", None), str(exc))
+        finally:
+            db.close()
+        outcomes.append((result, core_rows(str(tmp_path / f"{label}-{size}.db"))))
+    return outcomes
+
+
+def _receipt_snapshot() -> str:
+    db = fgraph.connect(":memory:")
+    try:
+        for i in range(8):
+            db.transact([{"id": f"e{i}", "p/n": f"v{i}"}, {"p/anon": i}], operation_id=f"op-{i % 3}-{i}")
+            db.transact({"id": f"e{i}", "p/m": i})
+        return "".join(line + "\n" for line in db.iter_snapshot())
+    finally:
+        db.close()
+
+
+def test_waiting_receipt_rows_end_alike_when_sqlite_would_refuse_one(tmp_path, monkeypatch):
+    """Rows SQLite may refuse (an operation id used twice, a name or gid repeated inside one
+    receipt) are written at their own receipt, so the outcome is the same batched or not."""
+    from tests.streams.test_snapshot import records_of, reseal
+    text = _receipt_snapshot()
+    cases = {}
+    records = records_of(text)
+    receipts = [r["receipt"] for r in records if "receipt" in r]
+    with_op = [r for r in receipts if r["operation_id"] is not None]
+    with_op[-1]["operation_id"], with_op[-1]["request_hash"] = with_op[0]["operation_id"], with_op[0]["request_hash"]
+    cases["operation id twice"] = reseal(records)
+    for name, created in (("name twice", lambda r: r["created"] + r["created"][:1]),
+                          ("own event as eid", lambda r: r["created"] + [{"eid": r["event"]}])):
+        records = records_of(text)
+        r = [x["receipt"] for x in records if "receipt" in x][5]
+        r["created"], r["event_data"] = created(r), None
+        cases[name] = reseal(records)
+    for label, data in list(cases.items()):  # and a line that is not JSON after it: refused at once
+        lines = data.splitlines(keepends=True)
+        last_receipt = max(i for i, line in enumerate(lines) if line.startswith('{"receipt"'))
+        cases[label + " then garbage"] = "".join(lines[:last_receipt + 1] + ["{not json\n"] + lines[last_receipt + 1:])
+    seen = set()
+    for label, data in cases.items():
+        batched, single = _receipt_batches(tmp_path, monkeypatch, data.encode(), label.replace(" ", "-"), 256)
+        assert batched == single, (label, batched[0], single[0])
+        seen.add(batched[0][:2])
+    assert all(result[0] == "error" for result in seen) and len(seen) >= 2, seen
+
+
+def test_batched_receipt_rows_match_row_by_row_on_mutated_snapshots(tmp_path, monkeypatch):
+    from tests.torture.mutations import mutate
+    text = _receipt_snapshot()
+    rng = random.Random(29)
+    seen = set()
+    for n in range(60):
+        data = text.encode() if n == 0 else mutate(text, rng, sealed=rng.random() < 0.7)
+        batched, single = _receipt_batches(tmp_path, monkeypatch, data, f"r{n}", rng.choice([2, 3, 256]))
+        assert batched == single, (n, batched[0], single[0])
+        seen.add(batched[0][1] if batched[0][0] == "error" else "ok")
+    assert "ok" in seen and len(seen) >= 3, seen
