@@ -26,7 +26,7 @@ from fgraph.streams.lines import iter_lines, not_utf8
 from fgraph.streams.restore_absent import Absent
 from fgraph.streams.restore_parse import parse_line
 from fgraph.streams.restore_proof import Proof
-from fgraph.streams.restore_lookups import Lookups, selector_key, size_temp_cache
+from fgraph.streams.restore_lookups import Lookups, Window, selector_key, size_temp_cache
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
 from fgraph.core.canonical import dumps, dumps_bytes, loads
 from fgraph.core.catalog import Catalog
@@ -98,6 +98,7 @@ class Restorer:
         self.pending_bytes = 0
         self.next_fact_id: int | None = None
         self.known = Lookups(conn)  # what the facts ask again and again, from bounded memory
+        self.window = Window(conn)  # the events just after the facts' asserting one: retracting events
         self.absent = Absent(conn)  # names and gids surely not registered: no query for a new identity
         # Identity and event rows of receipts that cannot be refused by SQLite wait here, written
         # by one statement each per batch; ``waiting`` holds their names and gids, so the
@@ -317,7 +318,7 @@ class Restorer:
         if isinstance(decoded, RefWire):
             decoded = values.Value(values.TAG_REF, self.resolve(decoded.selector), None)
         tx = self.event_tx(tx_event)
-        rx = None if rx_event is None else self.event_tx(rx_event, missing=Conflict)
+        rx = None if rx_event is None else self.retracting_tx(rx_event, tx)
         if rx is not None and rx <= tx:
             raise Conflict("snapshot retraction event is not later than the assertion", "the snapshot was altered")
         if self.next_fact_id is None:
@@ -372,6 +373,14 @@ class Restorer:
             raise NotFound(f"identity {sel!r} is not created by any receipt", "the snapshot is incomplete")
         self.known.remember(key, found)
         return found
+
+    def retracting_tx(self, event, tx: int) -> int:
+        """The transaction of a fact's retracting event (the fact asserted by ``tx``): a proved
+        transaction from the caches or the window when it is there, else ``event_tx``."""
+        found = self.known.event(event)
+        if found is None and type(event) is str:
+            found = self.window.at(tx).get(event)
+        return found if found is not None else self.event_tx(event, missing=Conflict)
 
     def event_tx(self, event, missing=NotFound) -> int:
         found = self.known.event(event)

@@ -4,10 +4,14 @@ leans on them reproduces the snapshot byte for byte."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 import fgraph
 from fgraph.core.identity import gid_to_uuid
 from fgraph.streams import restore_lookups
-from fgraph.streams.restore_lookups import Lookups, selector_key, size_temp_cache
+from fgraph.streams.restore_lookups import Lookups, Window, selector_key, size_temp_cache
 from tests.support.peerlib import deterministic_env
 
 
@@ -97,3 +101,85 @@ def test_transaction_of_answers_only_for_transactions():
         assert known.transaction_of(b"\0" * 16) is None
     finally:
         db.close()
+
+
+def test_the_window_holds_the_transactions_from_the_asserting_one_on(monkeypatch):
+    db = store(10)
+    try:
+        events = events_of(db)
+        monkeypatch.setattr(restore_lookups, "WINDOW", 4)
+        monkeypatch.setattr(restore_lookups, "CHUNK", 3)
+        window = Window(db.connection)
+        held = window.at(events[0][1])
+        assert held == dict(events[0:6])           # read a chunk at a time until WINDOW are held
+        held = window.at(events[3][1])
+        assert held == dict(events[3:9]) and [tx for tx, _ in window.order] == [tx for _, tx in events[3:9]]
+        assert window.at(events[8][1]) == dict(events[8:10]) and window.ended
+        assert window.at(events[9][1]) == dict(events[9:10])
+        assert window.at(events[9][1] + 1) == {}  # past the last transaction
+    finally:
+        db.close()
+
+
+def test_the_window_reads_on_from_a_transaction_it_jumped_to(monkeypatch):
+    db = store(12)
+    try:
+        events = events_of(db)
+        monkeypatch.setattr(restore_lookups, "WINDOW", 2)
+        monkeypatch.setattr(restore_lookups, "CHUNK", 2)
+        window = Window(db.connection)
+        assert window.at(events[0][1]) == dict(events[0:2])
+        assert window.at(events[7][1]) == dict(events[7:9])
+        assert window.at(events[2][1]) == dict(events[7:9])  # never moved back: a miss, asked by query
+        entity = db.connection.execute("SELECT id FROM fgraph_ids WHERE name = 'p3'").fetchone()[0]
+        assert entity not in window.at(events[9][1]).values()   # only transactions
+    finally:
+        db.close()
+
+
+def _retracting_store_text() -> str:
+    with deterministic_env():
+        source = store(30)
+        try:
+            for k in range(0, 30, 3):
+                source.transact(["retract", f"p{k}", "p/n"])
+            for k in range(1, 30, 4):
+                source.transact({"id": f"p{k}", "p/n": -k})
+            return "".join(line + "\n" for line in source.iter_snapshot())
+        finally:
+            source.close()
+
+
+@pytest.mark.parametrize("window, chunk", [(1, 1), (3, 2), (16384, 1024)])
+def test_a_restore_with_any_window_is_byte_identical(monkeypatch, window, chunk):
+    text = _retracting_store_text()
+    monkeypatch.setattr(restore_lookups, "WINDOW", window)
+    monkeypatch.setattr(restore_lookups, "CHUNK", chunk)
+    monkeypatch.setattr(restore_lookups, "LIMIT", 8)
+    with fgraph.connect(":memory:") as db:
+        db.restore(text)
+        assert "".join(line + "\n" for line in db.iter_snapshot()) == text
+
+
+def test_mutated_snapshots_fail_alike_with_and_without_the_window(tmp_path, monkeypatch):
+    from fgraph.streams import restore as restore_module
+    from tests.streams.test_restore import _restore_outcome
+    from tests.torture.mutations import mutate
+
+    class Empty(Window):
+        def at(self, tx):
+            return {}
+
+    text = _retracting_store_text()
+    rng = random.Random(31)
+    seen = set()
+    for n in range(60):
+        data = text.encode() if n == 0 else mutate(text, rng, sealed=rng.random() < 0.8)
+        monkeypatch.setattr(restore_lookups, "WINDOW", rng.choice([1, 4, 16384]))
+        monkeypatch.setattr(restore_module, "Window", Window)
+        with_window = _restore_outcome(tmp_path / f"w{n}.db", data)
+        monkeypatch.setattr(restore_module, "Window", Empty)
+        without = _restore_outcome(tmp_path / f"n{n}.db", data)
+        assert with_window == without, (n, with_window[0], without[0])
+        seen.add(with_window[0][1] if with_window[0][0] == "error" else "ok")
+    assert "ok" in seen and len(seen) >= 3, seen
