@@ -189,9 +189,14 @@ class Restorer:
         if not isinstance(r["created"], list):
             raise _type("receipt created must be an array")
         first = self.next_id if self.next_id is not None else self.cat.next_id()
-        rows = []
+        rows, listed = [], set()
         for offset, sel in enumerate(r["created"]):
-            rows.append(self.new_identity(first + offset, sel))
+            row = self.new_identity(first + offset, sel)
+            key = row[1] if row[1] is not None else row[2]
+            if key in listed:   # spec 05 §2.5 step 3: a repeat is a Conflict, as the published runtime says
+                raise Conflict(f"identity {sel!r} is created twice", "a snapshot creates each identity once")
+            listed.add(key)
+            rows.append(row)
         tx = first + len(rows)
         text = None
         if r["event_data"] is not None:
@@ -214,8 +219,14 @@ class Restorer:
                 self.write_receipts()
         else:  # SQLite may refuse a row: written now, so it refuses it here, as it always did
             self.write_receipts()
-            self.rows.identities(registered)
-            self.rows.events([event_row])
+            try:
+                self.rows.identities(registered)
+                self.rows.events([event_row])
+            except apsw.ConstraintError as exc:   # an operation id, name or eid the store already holds
+                raise _RowRefused(FormatError(
+                    f"the receipt of event {event} cannot be stored: {exc.args[0] if exc.args else exc}",
+                    "the snapshot was altered (an operation id, name or eid appears twice); "
+                    "restore an unmodified one")) from None
         for row in registered:
             self.cat.cache.remember(*row)
         self.next_id = tx + 1  # written once, by flush(), before the final checks

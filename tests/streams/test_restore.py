@@ -3,6 +3,7 @@ transaction and commits only when that check is ok; any failure leaves the desti
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -218,9 +219,9 @@ def _receipt_snapshot() -> str:
         db.close()
 
 
-def test_waiting_receipt_rows_end_alike_when_sqlite_would_refuse_one(tmp_path, monkeypatch):
-    """Rows SQLite may refuse (an operation id used twice, a name or gid repeated inside one
-    receipt) are written at their own receipt, so the outcome is the same batched or not."""
+def _refused_receipt_cases() -> dict:
+    """Re-sealed snapshots with a receipt whose rows SQLite itself refuses: an operation id used
+    twice, a name repeated inside one receipt, the receipt's own event created as an eid."""
     from tests.streams.test_snapshot import records_of, reseal
     text = _receipt_snapshot()
     cases = {}
@@ -232,9 +233,68 @@ def test_waiting_receipt_rows_end_alike_when_sqlite_would_refuse_one(tmp_path, m
     for name, created in (("name twice", lambda r: r["created"] + r["created"][:1]),
                           ("own event as eid", lambda r: r["created"] + [{"eid": r["event"]}])):
         records = records_of(text)
-        r = [x["receipt"] for x in records if "receipt" in x][5]
+        r = [x["receipt"] for x in records if "receipt" in x and x["receipt"]["created"]][5]   # one that creates
         r["created"], r["event_data"] = created(r), None
         cases[name] = reseal(records)
+    return cases
+
+
+REFUSED_AS = {"operation id twice": (fgraph.FormatError, "cannot be stored"),
+              "own event as eid": (fgraph.FormatError, "cannot be stored"),
+              "name twice": (fgraph.Conflict, "created twice")}
+
+
+def test_a_receipt_sqlite_would_refuse_is_a_typed_error_at_its_line_and_nothing_is_written(tmp_path):
+    """An operation id used twice or a receipt's own event created as an eid is FormatError, a
+    name listed twice in one receipt Conflict (spec 05 §2.5 step 3), as the published runtime
+    says; this runtime said "internal error" (a raw apsw.ConstraintError) for all three until
+    issue 34's review found it."""
+    cases = _refused_receipt_cases()
+    assert set(cases) == set(REFUSED_AS)
+    for label, data in cases.items():
+        error, words = REFUSED_AS[label]
+        refused = next(i for i, line in enumerate(data.splitlines(), 1)
+                       if line.startswith('{"receipt"') and _refused_here(data, i))
+        path = tmp_path / f"{label.replace(' ', '-')}.db"
+        with fgraph.connect(str(path), clock=lambda: CONFORMANCE_CLOCK) as db:
+            with pytest.raises(error, match=words) as caught:
+                db.restore(data.encode())
+            assert caught.value.line == refused, (label, caught.value.line, refused)
+            assert db.latest_tx() == 64, label   # still pristine: the whole restore rolled back
+
+
+@pytest.mark.peer
+def test_the_published_runtime_names_the_same_errors_for_those_receipts(tmp_path):
+    from tests.support.peerlib import CliError, peer, run_cli, our_executable
+    if not os.environ.get("FGRAPH_PEER"):
+        pytest.skip("FGRAPH_PEER is not set: the published runtime decides the error names")
+    for label, data in _refused_receipt_cases().items():
+        (tmp_path / "s.ndjson").write_text(data)
+        names = []
+        for run in (lambda p, *a: peer(p, *a), lambda p, *a: run_cli(our_executable(), p, *a)):
+            with pytest.raises(CliError) as caught:
+                run(tmp_path / f"{len(names)}-{label.replace(' ', '-')}.db", "restore", str(tmp_path / "s.ndjson"))
+            names.append(caught.value.name)
+        assert names[0] == names[1] == REFUSED_AS[label][0].__name__.replace("ValueTypeError", "TypeError"), \
+            (label, names)
+
+
+def _refused_here(data: str, line: int) -> bool:
+    """Whether the first ``line`` lines already hold a receipt SQLite refuses (the stream cut after
+    them still fails on UNIQUE, not only on the missing footer)."""
+    from fgraph.core.canonical import loads
+    records = [loads(x) for x in data.splitlines()[:line]]
+    receipts = [r["receipt"] for r in records if isinstance(r, dict) and "receipt" in r]
+    ops = [r["operation_id"] for r in receipts if r["operation_id"] is not None]
+    last = receipts[-1]
+    keys = [c if isinstance(c, str) else c["eid"] for c in last["created"]] + [last["event"]]
+    return len(set(ops)) != len(ops) or len(set(keys)) != len(keys)
+
+
+def test_waiting_receipt_rows_end_alike_when_sqlite_would_refuse_one(tmp_path, monkeypatch):
+    """Rows SQLite may refuse (an operation id used twice, a name or gid repeated inside one
+    receipt) are written at their own receipt, so the outcome is the same batched or not."""
+    cases = _refused_receipt_cases()
     for label, data in list(cases.items()):  # and a line that is not JSON after it: refused at once
         lines = data.splitlines(keepends=True)
         last_receipt = max(i for i, line in enumerate(lines) if line.startswith('{"receipt"'))
@@ -243,7 +303,7 @@ def test_waiting_receipt_rows_end_alike_when_sqlite_would_refuse_one(tmp_path, m
     for label, data in cases.items():
         batched, single = _receipt_batches(tmp_path, monkeypatch, data.encode(), label.replace(" ", "-"), 256)
         assert batched == single, (label, batched[0], single[0])
-        seen.add(batched[0][:2])
+        seen.add(batched[0][:3])   # kind, class and line: every case a refusal is FormatError now
     assert all(result[0] == "error" for result in seen) and len(seen) >= 2, seen
 
 
