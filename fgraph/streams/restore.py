@@ -23,18 +23,18 @@ import apsw
 
 from fgraph.core import values
 from fgraph.streams.lines import iter_lines, not_utf8
-from fgraph.streams.restore_absent import Absent
 from fgraph.streams.restore_parse import parse_line
 from fgraph.streams.restore_proof import Proof
+from fgraph.streams.restore_registry import Registry, RowRefused, checked_payload, refused_stream
 from fgraph.streams.restore_lookups import Lookups, Window, selector_key, size_temp_cache
-from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES, is_subsequence
-from fgraph.core.canonical import dumps, dumps_bytes, loads
+from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES
+from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.catalog import Catalog
-from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge, ValueTypeError
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge
 from fgraph.core.genesis import A_AT, A_IMPORTED_AT, GENESIS_AT_FACT, genesis_event
 from fgraph.core.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.limits import BATCH_BYTES, GENESIS_TX, RESTORE_BATCH_ROWS
-from fgraph.core.names import check_attribute_name, check_name
+from fgraph.core.names import check_attribute_name
 from fgraph.core.rows import FTS_TAGS, Rows
 from fgraph.core.transact import check_operation_id
 from fgraph.core.txn import write_transaction
@@ -42,7 +42,6 @@ from fgraph.core.values import INDIRECT_TAGS, RefWire
 
 MAX_LINE_BYTES = MAX_SNAPSHOT_LINE_BYTES
 TIMES_BATCH = 1024
-RECEIPT_BATCH = 256   # receipts whose identity and event rows wait to be written together
 TEMP_CACHE_KIB = -256
 HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 RECEIPT_KEYS = frozenset({"at", "created", "event", "event_data", "event_hash", "operation_id", "origin_at",
@@ -51,22 +50,10 @@ HEADER_KEYS = frozenset({"basis", "created_at", "fgraph", "format"})
 FOOTER_KEYS = frozenset({"facts", "fgraph", "receipts", "sha256"})
 
 
-def _type(what: str) -> ValueTypeError:
-    return ValueTypeError(what, "restore only accepts snapshot/1 streams written by `fgraph snapshot`")
-
-
 def _instant(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not INSTANT_MIN <= value <= INSTANT_MAX:
-        raise _type(f"{what} {value!r} is not an instant in microseconds")
+        raise refused_stream(f"{what} {value!r} is not an instant in microseconds")
     return value
-
-
-class _RowRefused(Exception):
-    """A row the database itself refused; unlike a record's own errors it is not deferred."""
-
-    def __init__(self, error: FgraphError):
-        super().__init__(error)
-        self.error = error
 
 
 class Restorer:
@@ -99,14 +86,7 @@ class Restorer:
         self.next_fact_id: int | None = None
         self.known = Lookups(conn)  # what the facts ask again and again, from bounded memory
         self.window = Window(conn)  # the events just after the facts' asserting one: retracting events
-        self.absent = Absent(conn)  # names and gids surely not registered: no query for a new identity
-        # Identity and event rows of receipts that cannot be refused by SQLite wait here, written
-        # by one statement each per batch; ``waiting`` holds their names and gids, so the
-        # duplicate checks see them as registered (they are, once written).
-        self.waiting_ids: list[tuple] = []
-        self.waiting_events: list[tuple] = []
-        self.waiting: set = set()
-        self.waiting_bytes = 0
+        self.registry = Registry(conn, self.cat, self.rows)  # receipts' identity and event rows
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS restore_times (tx INTEGER PRIMARY KEY, at INTEGER, origin INTEGER)")
         conn.execute("DELETE FROM temp.restore_times")
 
@@ -135,7 +115,7 @@ class Restorer:
             return True
         elif isinstance(record, dict) and set(record) == {"receipt"}:
             if self.seen_fact:
-                raise _type("a receipt follows a fact; all receipts come first")
+                raise refused_stream("a receipt follows a fact; all receipts come first")
             self.counted["receipts"] += 1
             self.checked(self.receipt, record["receipt"], number)
         elif isinstance(record, dict) and set(record) == {"fact"}:
@@ -143,7 +123,7 @@ class Restorer:
             self.counted["facts"] += 1
             self.checked(self.fact, record["fact"], number)
         else:
-            raise _type("a record is neither a receipt, a fact nor the footer")
+            raise refused_stream("a record is neither a receipt, a fact nor the footer")
         self.digest.update((self.encoded if self.encoded is not None else dumps_bytes(record)) + b"\n")
         return False
 
@@ -153,7 +133,7 @@ class Restorer:
         self.line = number
         try:
             handle(body)
-        except _RowRefused as refused:  # SQLite refused the row itself: reported at once, as published
+        except RowRefused as refused:  # SQLite refused the row itself: reported at once, as published
             raise refused.error from None
         except FgraphError as exc:
             self.deferred = exc.at_line(number) if number else exc
@@ -161,7 +141,7 @@ class Restorer:
     def start(self, header) -> None:
         if not isinstance(header, dict) or header.get("fgraph") != "snapshot/1" or not HEADER_KEYS <= set(header) \
                 or header.get("format") != 2 or isinstance(header.get("format"), bool):
-            raise _type("the first record is not a snapshot/1 format 2 header")
+            raise refused_stream("the first record is not a snapshot/1 format 2 header")
         created_at = _instant(header["created_at"], "header created_at")
         if self.cat.latest_tx() != GENESIS_TX:
             raise Conflict("the destination is not pristine", "restore only into a new, empty database")
@@ -173,62 +153,31 @@ class Restorer:
 
     def receipt(self, r) -> None:
         if not isinstance(r, dict) or set(r) != RECEIPT_KEYS:
-            raise _type("a receipt must have exactly the 8 receipt keys")
+            raise refused_stream("a receipt must have exactly the 8 receipt keys")
         event = check_event_uuid(r["event"])
-        if self.registered_gid(uuid_to_gid(event)):
+        if self.registry.event_listed(event):
             raise Conflict(f"event {event} appears twice", "a snapshot lists each transaction once")
         if not isinstance(r["event_hash"], str) or not HEX64.match(r["event_hash"]):
-            raise _type(f"event_hash {r['event_hash']!r} is not 64 lowercase hex digits")
+            raise refused_stream(f"event_hash {r['event_hash']!r} is not 64 lowercase hex digits")
         at, origin = _instant(r["at"], "receipt at"), _instant(r["origin_at"], "receipt origin_at")
         check_operation_id(r["operation_id"])
         rh = r["request_hash"]
         if rh is not None and (not isinstance(rh, str) or not HEX64.match(rh)):
-            raise _type(f"request_hash {rh!r} is not 64 lowercase hex digits")
+            raise refused_stream(f"request_hash {rh!r} is not 64 lowercase hex digits")
         if (r["operation_id"] is None) != (rh is None):
-            raise _type("operation_id and request_hash come together or not at all")
+            raise refused_stream("operation_id and request_hash come together or not at all")
         if not isinstance(r["created"], list):
-            raise _type("receipt created must be an array")
+            raise refused_stream("receipt created must be an array")
         first = self.next_id if self.next_id is not None else self.cat.next_id()
-        rows, listed = [], set()
-        for offset, sel in enumerate(r["created"]):
-            row = self.new_identity(first + offset, sel)
-            key = row[1] if row[1] is not None else row[2]
-            if key in listed:   # spec 05 §2.5 step 3: a repeat is a Conflict, as the published runtime says
-                raise Conflict(f"identity {sel!r} is created twice", "a snapshot creates each identity once")
-            listed.add(key)
-            rows.append(row)
+        rows = self.registry.created(first, r["created"])
         tx = first + len(rows)
         text = None
         if r["event_data"] is not None:
-            text = self.check_payload(r, event, origin)
+            text = checked_payload(r, event, origin, self.encoded, self.registry)
         registered = [(i, name, gid, tx) for i, name, gid in rows] + [(tx, None, uuid_to_gid(event), tx)]
-        keys = [name if name is not None else gid for _, name, gid, _ in registered]
-        add = self.absent.add
-        for key in keys:  # before the rows are written: the filter may only hold more
-            add(key)
         event_row = (tx, bytes.fromhex(r["event_hash"]), text, r["operation_id"],
                      bytes.fromhex(rh) if rh is not None else None)
-        if r["operation_id"] is None and len(set(keys)) == len(keys) and self.waiting.isdisjoint(keys):
-            # No UNIQUE constraint can refuse these rows (the checks above found each name and gid
-            # unregistered, and none is repeated), so they may wait and be written together.
-            self.waiting_ids += registered
-            self.waiting_events.append(event_row)
-            self.waiting.update(keys)
-            self.waiting_bytes += len(text) if text is not None else 0
-            if len(self.waiting_events) >= RECEIPT_BATCH or self.waiting_bytes >= BATCH_BYTES:
-                self.write_receipts()
-        else:  # SQLite may refuse a row: written now, so it refuses it here, as it always did
-            self.write_receipts()
-            try:
-                self.rows.identities(registered)
-                self.rows.events([event_row])
-            except apsw.ConstraintError as exc:   # an operation id, name or eid the store already holds
-                raise _RowRefused(FormatError(
-                    f"the receipt of event {event} cannot be stored: {exc.args[0] if exc.args else exc}",
-                    "the snapshot was altered (an operation id, name or eid appears twice); "
-                    "restore an unmodified one")) from None
-        for row in registered:
-            self.cat.cache.remember(*row)
+        self.registry.register(event, registered, event_row, r["operation_id"])
         self.next_id = tx + 1  # written once, by flush(), before the final checks
         self.times.append((tx, at, origin))
         if len(self.times) >= TIMES_BATCH:
@@ -238,93 +187,23 @@ class Restorer:
         if self.proof is not None:
             self.proof.receipt(event, tx, r["created"], r["event_data"])
 
-    def new_identity(self, ident: int, sel) -> tuple:
-        if isinstance(sel, str):
-            check_name(sel, "created name")
-            if sel in self.waiting or not self.absent.surely_absent(sel) and self.cat.id_by_name(sel) is not None:
-                raise Conflict(f"identity {sel!r} is created twice", "a snapshot creates each identity once")
-            return ident, sel, None
-        if isinstance(sel, dict) and set(sel) == {"eid"}:
-            gid = uuid_to_gid(check_event_uuid(sel["eid"], "eid"))
-            if self.registered_gid(gid):
-                raise Conflict(f"eid {sel['eid']} is created twice", "a snapshot creates each identity once")
-            return ident, None, gid
-        raise _type(f"created selector {sel!r} must be a name or {{\"eid\": uuid}}")
-
-    def registered_gid(self, gid: bytes) -> bool:
-        """Whether an identity with this gid is registered (a query only when the filter cannot say no)."""
-        return gid in self.waiting or not self.absent.surely_absent(gid) and self.cat.id_by_gid(gid) is not None
-
-    def write_receipts(self) -> None:
-        """Write the waiting identity and event rows (before anything reads the registry or events)."""
-        if self.waiting_events:
-            self.rows.identities(self.waiting_ids)
-            self.rows.events(self.waiting_events)
-            self.waiting_ids, self.waiting_events, self.waiting_bytes = [], [], 0
-            self.waiting.clear()
-
-    def check_payload(self, r: dict, event: str, origin: int) -> str:
-        payload = r["event_data"]
-        raw = self.payload_bytes(payload)
-        if hashlib.sha256(raw).hexdigest() != r["event_hash"]:
-            raise _type(f"event {event}: its payload does not hash to its event_hash")
-        if not isinstance(payload, dict) or payload.get("fgraph") != "event/1" or payload.get("event") != event:
-            raise _type(f"event {event}: the payload is not this receipt's event/1 record")
-        if payload.get("at") != origin:
-            raise Conflict(f"event {event}: payload at {payload.get('at')} differs from origin_at {origin}",
-                           "the snapshot was altered; restore an unmodified one")
-        if not is_subsequence(r["created"], payload.get("created")) or not self._omitted_exist(r, payload):
-            raise Conflict(f"event {event}: receipt created identities disagree with its authenticated event",
-                           "the snapshot was altered; restore an unmodified one")
-        return raw.decode("utf-8")
-
-    def payload_bytes(self, payload) -> bytes:
-        """The canonical bytes of a receipt's payload, cut from the receipt's own canonical bytes
-        instead of encoded a second time: canonical JSON encodes a value the same wherever it
-        stands, and a quote inside a string is escaped, so the first ``"event_data":`` and the
-        last ``,"event_hash":"`` (the keys around it, in canonical order) bound it exactly."""
-        encoded = self.encoded
-        if encoded is not None:
-            start, end = encoded.find(b'"event_data":'), encoded.rfind(b',"event_hash":"')
-            if 0 < start < end:
-                return encoded[start + len(b'"event_data":'):end]
-        return dumps_bytes(payload)
-
-    def _omitted_exist(self, r: dict, payload: dict) -> bool:
-        """A receipt may skip names of its event only when they already existed (an apply that unified them)."""
-        if r["created"] == payload.get("created"):  # checked names and {"eid"} objects: equal as JSON too
-            return True
-        self.write_receipts()  # the registry is asked below
-        listed = [dumps(sel) for sel in r["created"]]
-        for sel in payload.get("created", ()):
-            if dumps(sel) in listed:
-                continue
-            if isinstance(sel, str):
-                if self.cat.id_by_name(sel) is None:
-                    return False
-            elif not isinstance(sel, dict) or self.cat.id_by_gid(uuid_to_gid(check_event_uuid(sel.get("eid"),
-                                                                                               "eid"))) is None:
-                return False
-        return True
-
     def fact(self, f) -> None:
-        if self.waiting_events:
-            self.write_receipts()
+        self.registry.write()
         if not isinstance(f, list) or len(f) != 6:
-            raise _type("a fact must be [entity, attribute, value, tag, tx_event, rx_event]")
+            raise refused_stream("a fact must be [entity, attribute, value, tag, tx_event, rx_event]")
         e_sel, attr, raw, tag, tx_event, rx_event = f
         e = self.resolve(e_sel)
         a = self.known.identity(("attribute", attr)) if type(attr) is str else None
         if a is None:
             if not isinstance(attr, str):
-                raise _type(f"fact attribute {attr!r} must be an attribute name")
+                raise refused_stream(f"fact attribute {attr!r} must be an attribute name")
             check_attribute_name(attr)
             a = self.cat.id_by_name(attr)
             if a is None:
                 raise NotFound(f"attribute {attr!r} is not created by any receipt", "the snapshot is incomplete")
             self.known.remember(("attribute", attr), a)
         if not isinstance(tag, str) or tag not in values.LOGICAL_TYPES:
-            raise _type(f"unknown tag {tag!r}")
+            raise refused_stream(f"unknown tag {tag!r}")
         decoded = values.from_tagged(raw, tag)
         if isinstance(decoded, RefWire):
             decoded = values.Value(values.TAG_REF, self.resolve(decoded.selector), None)
@@ -363,7 +242,7 @@ class Restorer:
         except apsw.ConstraintError:
             written = self.conn.execute("SELECT coalesce(max(id), 0) FROM fgraph_facts").fetchone()[0]
             refused = pending[max(0, written + 1 - pending[0][0])]
-            raise _RowRefused(FormatError(
+            raise RowRefused(FormatError(
                 f"the {refused[8]} fact repeats an earlier fact of the same entity, value and event",
                 "the snapshot was altered; restore an unmodified one").at_line(refused[9])) from None
         rows.index_facts([(row[0], row[3] if row[4] == values.TAG_TEXT else row[5]) for row in pending
@@ -379,7 +258,7 @@ class Restorer:
         elif isinstance(sel, dict) and set(sel) == {"eid"}:
             found = self.cat.id_by_gid(uuid_to_gid(check_event_uuid(sel["eid"], "eid")))
         else:
-            raise _type(f"selector {sel!r} must be a name or {{\"eid\": uuid}}")
+            raise refused_stream(f"selector {sel!r} must be a name or {{\"eid\": uuid}}")
         if found is None:
             raise NotFound(f"identity {sel!r} is not created by any receipt", "the snapshot is incomplete")
         self.known.remember(key, found)
@@ -414,19 +293,19 @@ class Restorer:
         self.times.clear()
 
     def finish(self) -> None:
-        self.write_receipts()
+        self.registry.write()
         self.write_facts()
         self.flush()
         footer = self.footer
         if not FOOTER_KEYS <= set(footer) or not isinstance(footer["sha256"], str):
-            raise _type("the footer must be {facts, fgraph: end, receipts, sha256}")
+            raise refused_stream("the footer must be {facts, fgraph: end, receipts, sha256}")
         if footer["sha256"] != self.digest.hexdigest():
             raise Conflict("the snapshot digest does not match its records",
                            "the file was altered or damaged; take a new snapshot")
         for key, count in self.counted.items():
             n = footer[key]
             if isinstance(n, bool) or not isinstance(n, int) or n != count:
-                raise _type(f"the footer says {n!r} {key} but the stream has {count}")
+                raise refused_stream(f"the footer says {n!r} {key} but the stream has {count}")
         if self.deferred is not None:
             raise self.deferred
         if self.header["basis"] != self.last_event:
@@ -494,7 +373,7 @@ def _restore(conn, source, *, final_check, on_record, reduced_check) -> dict:
             finally:
                 if restorer.proof is not None:
                     restorer.proof.close()
-    except _RowRefused as refused:
+    except RowRefused as refused:
         raise refused.error from None
 
 
@@ -502,7 +381,7 @@ def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
     done = False
     for number, line in iter_lines(source, max_bytes=MAX_LINE_BYTES):
         if done:
-            raise _type("a record follows the footer").at_line(number)
+            raise refused_stream("a record follows the footer").at_line(number)
         try:
             raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
             if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
@@ -521,7 +400,7 @@ def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
         if on_record is not None:
             on_record()
     if restorer.header is None or not done:
-        raise _type("the stream ends without a footer (empty or truncated)")
+        raise refused_stream("the stream ends without a footer (empty or truncated)")
     try:
         restorer.finish()
     except FgraphError as exc:

@@ -11,6 +11,7 @@ import pytest
 import fgraph
 from fgraph.core.canonical import dumps
 from fgraph.streams import restore as restore_module
+from fgraph.streams import restore_registry
 from tests.support.corerows import core_rows
 from tests.support.peerlib import deterministic_env
 from tests.support.constants import CONFORMANCE_CLOCK
@@ -195,7 +196,7 @@ def test_an_event_hash_with_a_trailing_newline_is_refused(tmp_path):
 def _receipt_batches(tmp_path, monkeypatch, data: bytes, label: str, batch: int):
     outcomes = []
     for size in (batch, 1):      # 1: every receipt's rows written as its record is read
-        monkeypatch.setattr(restore_module, "RECEIPT_BATCH", size)
+        monkeypatch.setattr(restore_registry, "RECEIPT_BATCH", size)
         db = fgraph.connect(str(tmp_path / f"{label}-{size}.db"), clock=lambda: CONFORMANCE_CLOCK)
         try:
             db.restore(data)

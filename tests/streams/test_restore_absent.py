@@ -8,7 +8,7 @@ import os
 import random
 
 import fgraph
-from fgraph.streams import restore as restore_module
+from fgraph.streams import restore_registry
 from fgraph.streams import restore_absent
 from fgraph.streams.restore_absent import Absent
 from tests.support.constants import CONFORMANCE_CLOCK
@@ -76,9 +76,9 @@ class _AlwaysMaybe(Absent):
 
 
 def _both(tmp_path, monkeypatch, data: bytes, label: str):
-    monkeypatch.setattr(restore_module, "Absent", Absent)
+    monkeypatch.setattr(restore_registry, "Absent", Absent)
     filtered = _outcome(tmp_path / f"{label}-filter.db", data)
-    monkeypatch.setattr(restore_module, "Absent", _AlwaysMaybe)
+    monkeypatch.setattr(restore_registry, "Absent", _AlwaysMaybe)
     queried = _outcome(tmp_path / f"{label}-query.db", data)
     return filtered, queried
 

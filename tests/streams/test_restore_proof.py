@@ -252,25 +252,6 @@ def test_a_destination_that_fails_doctor_before_the_restore_gets_the_full_doctor
 
 
 # -- the receipt's payload, cut from the receipt's own canonical bytes -------------------------------
-@pytest.mark.parametrize("payload", [
-    {"asserted": [["a", "p/x", ',"event_hash":"', "text"]], "at": 1, "created": ['"event_data":'],
-     "meta": {"event_hash": "x", "event_data": {"event_hash": ",\"event_hash\":\""}}, "retracted": []},
-    {"at": 1, "created": [], "asserted": [], "retracted": [], "by": "é\u2028\"\\"},
-    [1, 2.5, None],
-])
-def test_the_payload_cut_from_the_receipt_is_its_canonical_encoding(payload):
-    from fgraph.core.canonical import dumps_bytes
-    receipt = {"at": 1, "created": ['x","event_data":"', {"eid": "12345678-1234-4234-8234-123456789012"}],
-               "event": "12345678-1234-4234-8234-123456789012", "event_data": payload, "event_hash": "0" * 64,
-               "operation_id": ',"event_hash":"', "origin_at": 1, "request_hash": "0" * 64}
-    with fgraph.connect(":memory:") as db:
-        restorer = restore_module.Restorer(db.connection)
-        restorer.encoded = dumps_bytes({"receipt": receipt})
-        assert restorer.payload_bytes(payload) == dumps_bytes(payload)
-        restorer.encoded = None
-        assert restorer.payload_bytes(payload) == dumps_bytes(payload)
-
-
 def test_an_anonymous_identity_whose_eid_is_not_derived_from_its_event_fails_alike():
     """The eid replaced everywhere and the event's hash recomputed: only the derivation of 03 §7
     (doctor's registry check) tells."""
