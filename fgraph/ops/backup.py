@@ -73,7 +73,7 @@ class _Scratch:
             raise FileNotFoundError(2, "No such directory", self.directory)
         if sys.executable:
             try:
-                self.watchdog = subprocess.Popen([sys.executable, "-S", "-c", WATCHDOG, *self.names],
+                self.watchdog = subprocess.Popen([sys.executable, "-S", "-P", "-c", WATCHDOG, *self.names],
                                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                                  stderr=subprocess.DEVNULL, start_new_session=True)
             except OSError:

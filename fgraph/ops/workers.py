@@ -16,10 +16,12 @@ import orjson
 
 
 def spawn(code: str, *args: str) -> subprocess.Popen | None:
-    """Start ``python -c code args`` (``-c``, not ``-m``: the package imports its own worker
-    modules, and runpy warns about that); None when it cannot start."""
+    """Start ``python -P -c code args`` (``-c``, not ``-m``: the package imports its own worker
+    modules, and runpy warns about that); None when it cannot start. ``-P``: ``-c`` would put the
+    working directory first on ``sys.path``, so a ``fgraph/`` or ``orjson.py`` wherever the user
+    happens to stand would run in the child instead of the installed package."""
     try:
-        return subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL,
+        return subprocess.Popen([sys.executable, "-P", "-c", code, *args], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError:
         return None

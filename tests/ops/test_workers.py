@@ -35,3 +35,14 @@ def test_a_failing_child_main_exits_non_zero():
         raise RuntimeError("boom")
     assert child_main(main, []) == 1
     assert child_main(lambda argv: 0, []) == 0
+
+
+def test_the_working_directory_never_shadows_the_installed_package(monkeypatch, tmp_path):
+    """A child started where the user stands imports the installed modules, not a same-named file
+    there (``python -c`` alone puts the working directory first on sys.path)."""
+    (tmp_path / "orjson.py").write_text("raise SystemExit('the working directory was imported')\n")
+    monkeypatch.chdir(tmp_path)
+    child = LineChild(spawn("import orjson, sys; print(orjson.dumps({'path': sys.path[0]}).decode())"))
+    answer = child.read("path")
+    child.stop()
+    assert answer is not None and answer["path"] not in ("", str(tmp_path))
