@@ -15,6 +15,7 @@ from fgraph.streams import restore_registry
 from tests.support.corerows import core_rows
 from tests.support.peerlib import deterministic_env
 from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.restore_outcome import restore_outcome
 
 
 def snapshot_text() -> str:
@@ -114,23 +115,11 @@ def test_restore_gives_back_the_connections_temp_cache_size():
 
 
 # -- fact rows written in batches ---------------------------------------------------------
-def _restore_outcome(path, data: bytes):
-    db = fgraph.connect(str(path), clock=lambda: CONFORMANCE_CLOCK)     # genesis rows alike
-    try:
-        db.restore(data)
-        result = ("ok",)
-    except fgraph.FgraphError as exc:
-        result = ("error", exc.name, exc.line, str(exc))
-    finally:
-        db.close()
-    return result, core_rows(str(path))
-
-
 def _batched_and_row_by_row(tmp_path, monkeypatch, data: bytes, label: str, batch: int):
     outcomes = []
     for rows in (batch, 1):      # 1: every fact row written as its record is read
         monkeypatch.setattr(restore_module, "RESTORE_BATCH_ROWS", rows)
-        outcomes.append(_restore_outcome(tmp_path / f"{label}-{rows}.db", data))
+        outcomes.append(restore_outcome(tmp_path / f"{label}-{rows}.db", data))
     return outcomes
 
 
@@ -188,7 +177,7 @@ def test_an_event_hash_with_a_trailing_newline_is_refused(tmp_path):
             record["receipt"]["event_hash"] += "\n"
             break
     data = reseal([dumps(record) for record in records])
-    outcome, _ = _restore_outcome(tmp_path / "t.db", data.encode())
+    outcome, _ = restore_outcome(tmp_path / "t.db", data.encode())
     assert outcome[:2] == ("error", "TypeError"), outcome
 
 

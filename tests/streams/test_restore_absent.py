@@ -11,9 +11,8 @@ import fgraph
 from fgraph.streams import restore_registry
 from fgraph.streams import restore_absent
 from fgraph.streams.restore_absent import Absent
-from tests.support.constants import CONFORMANCE_CLOCK
-from tests.support.corerows import core_rows
 from tests.torture.mutations import mutate
+from tests.support.restore_outcome import restore_outcome
 
 
 def test_no_false_negatives_and_mostly_true_negatives():
@@ -58,18 +57,6 @@ def _snapshot() -> str:
         return "".join(line + "\n" for line in db.iter_snapshot())
 
 
-def _outcome(path, data: bytes):
-    db = fgraph.connect(str(path), clock=lambda: CONFORMANCE_CLOCK)
-    try:
-        db.restore(data)
-        result = ("ok",)
-    except fgraph.FgraphError as exc:
-        result = ("error", exc.name, exc.line, str(exc))
-    finally:
-        db.close()
-    return result, core_rows(str(path))
-
-
 class _AlwaysMaybe(Absent):
     def surely_absent(self, key) -> bool:
         return False
@@ -77,9 +64,9 @@ class _AlwaysMaybe(Absent):
 
 def _both(tmp_path, monkeypatch, data: bytes, label: str):
     monkeypatch.setattr(restore_registry, "Absent", Absent)
-    filtered = _outcome(tmp_path / f"{label}-filter.db", data)
+    filtered = restore_outcome(tmp_path / f"{label}-filter.db", data)
     monkeypatch.setattr(restore_registry, "Absent", _AlwaysMaybe)
-    queried = _outcome(tmp_path / f"{label}-query.db", data)
+    queried = restore_outcome(tmp_path / f"{label}-query.db", data)
     return filtered, queried
 
 

@@ -15,9 +15,8 @@ import fgraph
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.streams import restore as restore_module
 from fgraph.streams.restore_parse import parse_line
-from tests.support.constants import CONFORMANCE_CLOCK
-from tests.support.corerows import core_rows
 from tests.torture.mutations import mutate, random_json
+from tests.support.restore_outcome import restore_outcome
 
 
 def _authority(raw: bytes):
@@ -124,18 +123,6 @@ def _snapshot() -> str:
         return "".join(line + "\n" for line in db.iter_snapshot())
 
 
-def _outcome(path, data: bytes):
-    db = fgraph.connect(str(path), clock=lambda: CONFORMANCE_CLOCK)
-    try:
-        db.restore(data)
-        result = ("ok",)
-    except fgraph.FgraphError as exc:
-        result = ("error", exc.name, exc.line, str(exc))
-    finally:
-        db.close()
-    return result, core_rows(str(path))
-
-
 def _both(tmp_path, monkeypatch, data: bytes, label: str):
     taken = []
 
@@ -145,9 +132,9 @@ def _both(tmp_path, monkeypatch, data: bytes, label: str):
         return parsed
 
     monkeypatch.setattr(restore_module, "parse_line", counted)
-    fast = _outcome(tmp_path / f"{label}-fast.db", data)
+    fast = restore_outcome(tmp_path / f"{label}-fast.db", data)
     monkeypatch.setattr(restore_module, "parse_line", lambda raw: None)   # always the old path
-    old = _outcome(tmp_path / f"{label}-old.db", data)
+    old = restore_outcome(tmp_path / f"{label}-old.db", data)
     return fast, old, taken
 
 
