@@ -163,7 +163,7 @@ def test_a_restore_with_any_window_is_byte_identical(monkeypatch, window, chunk)
 
 def test_mutated_snapshots_fail_alike_with_and_without_the_window(tmp_path, monkeypatch):
     from fgraph.streams import restore as restore_module
-    from tests.streams.test_restore import _restore_outcome
+    from tests.support.restore_outcome import restore_outcome
     from tests.torture.mutations import mutate
 
     class Empty(Window):
@@ -177,9 +177,9 @@ def test_mutated_snapshots_fail_alike_with_and_without_the_window(tmp_path, monk
         data = text.encode() if n == 0 else mutate(text, rng, sealed=rng.random() < 0.8)
         monkeypatch.setattr(restore_lookups, "WINDOW", rng.choice([1, 4, 16384]))
         monkeypatch.setattr(restore_module, "Window", Window)
-        with_window = _restore_outcome(tmp_path / f"w{n}.db", data)
+        with_window = restore_outcome(tmp_path / f"w{n}.db", data)
         monkeypatch.setattr(restore_module, "Window", Empty)
-        without = _restore_outcome(tmp_path / f"n{n}.db", data)
+        without = restore_outcome(tmp_path / f"n{n}.db", data)
         assert with_window == without, (n, with_window[0], without[0])
         seen.add(with_window[0][1] if with_window[0][0] == "error" else "ok")
     assert "ok" in seen and len(seen) >= 3, seen
