@@ -36,7 +36,7 @@ import apsw
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import write_lines, fgraph, fgraph_executable, rate, run_measured  # noqa: E402
-from fgraph.bridges import ingest  # noqa: E402
+from fgraph.bridges.add import ingest  # noqa: E402
 from fgraph.core import connection  # noqa: E402
 
 

@@ -26,7 +26,7 @@ globals()["TypeError"] = ValueTypeError
 
 _LAZY = {
     "Db": "fgraph.db", "connect": "fgraph.db", "restore_backup": "fgraph.db",
-    "TxReport": "fgraph.core.mappings", "Result": "fgraph.query.results", "SearchResult": "fgraph.query.search",
+    "TxReport": "fgraph.core.mappings", "Result": "fgraph.query.datalog.results", "SearchResult": "fgraph.query.search.run",
 }
 
 __all__ = [

@@ -25,8 +25,8 @@ from fgraph.core.mappings import TxReport
 
 if TYPE_CHECKING:
     from fgraph.ops.doctor import Diagnosis
-    from fgraph.query.results import Result
-    from fgraph.query.search import SearchResult
+    from fgraph.query.datalog.results import Result
+    from fgraph.query.search.run import SearchResult
 
 # The wings above core (streams, ops, query) are imported by the methods that use them, so that
 # opening a store to read one entity does not load the doctor, the query engine and the stream
@@ -264,7 +264,7 @@ class Db:
         published library does; with ``details=True`` ``{"basis_tx", "ok"}`` (what ``fgraph restore`` prints)."""
         from fgraph.ops import doctor as _doctor
         from fgraph.ops.doctor import restored as _restored
-        from fgraph.streams import restore as _restore
+        from fgraph.streams.restore import run as _restore
         self._writable()
         try:
             result = _restore.restore(self.connection, source, final_check=_doctor.diagnose,
@@ -297,13 +297,13 @@ class Db:
     # -- questions (spec 12) ------------------------------------------------------
     def q(self, query=None, args=None, **clauses) -> Result:
         """Datalog: one query object, or its clauses as keywords (``in`` via ``**{"in": [...]}``)."""
-        from fgraph.query import ask as _ask
+        from fgraph.query.datalog import ask as _ask
         reader = self._reader()
         return _ask.ask(self.connection, reader.basis, query, args, budget=self.query_budget, **clauses)
 
     def explain(self, query, args=None) -> dict:
         """The plan ``q`` would follow: clause order, access paths, warnings; reads no facts."""
-        from fgraph.query import ask as _ask
+        from fgraph.query.datalog import ask as _ask
         return _ask.explain(self.connection, self._reader().basis, query, args, budget=self.query_budget)
 
     def datoms(self, index="eavt", components=(), *, source="current", limit=100, cursor=None) -> dict:
@@ -315,7 +315,7 @@ class Db:
                text_attributes=(), **options) -> SearchResult:
         """Keyword, vector or hybrid search over the current facts, with ``expand`` levels of
         neighbours (spec 13 §2–§9). Raises Unsupported on a historical view."""
-        from fgraph.query import search as _search
+        from fgraph.query.search import run as _search
         options.update(text=text, vector=vector, k=k, expand=expand, filters=filters,
                        vector_attribute=vector_attribute, text_attributes=text_attributes)
         return _search.search(self.connection, self._reader, historical=self.basis is not None, budget=self.query_budget,
@@ -329,7 +329,7 @@ class Db:
         items and ``budget`` characters, ending with how to get what was left out. ``by="entity"``:
         one item per changed entity instead, newest source time first (``type`` keeps one type);
         ``more_hint`` words that ending for the CLI, an MCP ``tool`` or an MCP ``resource``."""
-        from fgraph.query import context as _context
+        from fgraph.query.context import changes as _context
         low = None if since is None else self.resolve_time(since)
         return _context.context(self._reader(), low, budget, limit=limit, entity=entity, format=format, by=by,
                                 type=type, more_hint=more_hint)
@@ -361,7 +361,7 @@ class Db:
 
     def pull(self, ref, pattern) -> dict:
         """One entity's attributes selected by a pull pattern (spec 12 §7)."""
-        from fgraph.query import pull as _pull
+        from fgraph.query.datalog import pull as _pull
         return _pull.pull_entity(self._reader(), ref, pattern)
 
     def incoming(self, ref, *, limit=None) -> dict:

@@ -37,9 +37,9 @@ PACKAGE = REPO / "fgraph"
 CACHE = REPO / "build" / "user-install"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 # The modules that need an extra: the CLI imports them only in the command that uses them.
-EXTRA_MODULES = {"fgraph.bridges.browse": "browse", "fgraph.bridges.browse_pages": "browse",
-                 "fgraph.bridges.sync_nats": "nats", "fgraph.core.replica": "litestream",
-                 "fgraph.query.vector_index": "vectors"}
+EXTRA_MODULES = {"fgraph.bridges.browse.app": "browse", "fgraph.bridges.browse.pages": "browse",
+                 "fgraph.bridges.sync.adapters.nats": "nats", "fgraph.core.replica": "litestream",
+                 "fgraph.query.search.vector_index": "vectors"}
 
 
 # -- what the project declares and what its code imports -----------------------------------------

@@ -130,7 +130,7 @@ def test_a_follow_interval_must_be_a_finite_positive_number(store, value):
 
 
 def test_the_library_refuses_a_nan_interval(store):
-    import fgraph.bridges.sync as sync
+    import fgraph.bridges.sync.files as sync
     from fgraph.core.errors import ValueTypeError
     with pytest.raises(ValueTypeError, match="interval"):
         sync.sync([str(store / "s.db")], str(store / "t.db"), follow=True, interval=float("nan"))

@@ -9,7 +9,7 @@ import contextlib
 import os
 from typing import IO
 
-from fgraph.bridges.ingest import open_stream
+from fgraph.bridges.add.ingest import open_stream
 from fgraph.core.errors import NotFound
 
 

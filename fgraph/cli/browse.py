@@ -1,6 +1,6 @@
 """The ``fgraph browse`` command (issue 16); it registers itself on the ``cli`` group when imported.
 
-The serving is in ``fgraph.bridges.browse``, which needs Datasette, an optional extra: this module
+The serving is in ``fgraph.bridges.browse.app``, which needs Datasette, an optional extra: this module
 imports it only when the command runs, so the rest of the CLI works without it.
 """
 
@@ -57,9 +57,9 @@ def browse(ctx, host, port, open_browser, allow_sql):
 
 
 def _browse_module():
-    """``fgraph.bridges.browse``, or Unsupported when the ``browse`` extra is not installed."""
+    """``fgraph.bridges.browse.app``, or Unsupported when the ``browse`` extra is not installed."""
     if importlib.util.find_spec("datasette") is None:
         raise Unsupported("fgraph browse needs Datasette, which is not installed",
                           "install the extra: pip install 'fgraph[browse]'")
-    from fgraph.bridges import browse
+    from fgraph.bridges.browse import app as browse
     return browse

@@ -1,7 +1,7 @@
 """The ``fgraph excise`` command; it registers itself on the ``cli`` group when imported.
 
 Without ``--reach`` it is the published command: ``Db.excise`` and its receipt. With ``--reach``
-the work is ``fgraph.bridges.forget.excise_and_reach`` (issue 33, docs/forgetting.md F4).
+the work is ``fgraph.bridges.sync.reach.excise_and_reach`` (issue 33, docs/forgetting.md F4).
 """
 
 from __future__ import annotations
@@ -29,6 +29,6 @@ def excise(ctx, ref, operation_id, if_basis_tx, reach):
     if not reach:
         _run(ctx, RW, lambda db: db.excise(_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx))
         return
-    from fgraph.bridges import forget
+    from fgraph.bridges.sync import reach as forget
     _print_result(ctx, forget.excise_and_reach(resolve_db_path(ctx.meta.get(_DB), os.environ), _ref(ref),
                                                operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach))

@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from fgraph.bridges import importing
+from fgraph.bridges.importers import pipeline as importing
 from fgraph.cli.completion import PATH
 from fgraph.cli.base import RW, _print_result, _result, cli, common_options, provenance_options
-from fgraph.bridges.data_source import open_data
+from fgraph.bridges.add.data_source import open_data
 from fgraph.cli.progress import progress
 
 

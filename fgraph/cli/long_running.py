@@ -17,8 +17,9 @@ import sys
 import click
 
 import fgraph
-from fgraph.bridges import ingest, reviewing
-from fgraph.bridges.data_source import open_data
+from fgraph.bridges import reviewing
+from fgraph.bridges.add import ingest
+from fgraph.bridges.add.data_source import open_data
 from fgraph.cli.base import _JSON, RO, RW, _print_result, _result
 from fgraph.cli.progress import progress, reading
 from fgraph.core.canonical import dumps

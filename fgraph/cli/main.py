@@ -35,7 +35,8 @@ import click
 import fgraph
 from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
-from fgraph.bridges import ingest, reviewing
+from fgraph.bridges import reviewing
+from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX

@@ -9,7 +9,7 @@ import sys
 import click
 
 from fgraph.core.errors import ValueTypeError
-from fgraph.bridges import ingest
+from fgraph.bridges.add import ingest
 from fgraph.cli.completion import DATOMS_INDEXES, DATOMS_SOURCES, PATH, DataText, Words
 from fgraph.cli.base import (AT_HELP, _JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, _WhenParam, cli,
                                   common_options)

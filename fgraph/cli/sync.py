@@ -1,6 +1,6 @@
 """The ``fgraph sync`` command (issue 16); it registers itself on the ``cli`` group when imported.
 
-The work is ``fgraph.bridges.sync.sync``; this module parses the options, turns Ctrl-C and SIGTERM
+The work is ``fgraph.bridges.sync.files.sync``; this module parses the options, turns Ctrl-C and SIGTERM
 into a clean stop of ``--follow`` (the batch under way commits or rolls back, the cursor is saved,
 the summary is printed, exit 0) and prints the summary like every other command.
 """
@@ -13,7 +13,7 @@ import os
 import click
 
 from fgraph.core.errors import ValueTypeError
-from fgraph.bridges import sync as _sync
+from fgraph.bridges.sync import files as _sync
 from fgraph.cli.completion import PATH
 from fgraph.cli.base import _DB, FiniteFloatRange, _print_result, cli, common_options
 from fgraph.cli.paths import resolve_db_path
@@ -85,7 +85,7 @@ def sync(ctx, sources, target, batch_size, follow, interval, create_stream, repl
     if not sources:
         raise click.UsageError("pass at least one --from PATH", ctx)
     if (target is not None and _is_url(target)) or any(_is_url(s) for s in sources):
-        from fgraph.bridges import sync_nats  # the NATS side loads only when a URL is given
+        from fgraph.bridges.sync.adapters import nats as sync_nats  # the NATS side loads only when a URL is given
         stop = _Stop()
         with stop.installed() if follow else contextlib.nullcontext():
             result = sync_nats.sync(sources, target if target is not None else resolve_db_path(ctx.meta.get(_DB),

@@ -240,7 +240,7 @@ def read_sidecar(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes
         os.close(fd)
 
 
-VECTOR_INDEX_INFIX = ".vectors-"   # DB.vectors-ATTR.usearch and .json: fgraph.query.vector_index's derived files
+VECTOR_INDEX_INFIX = ".vectors-"   # DB.vectors-ATTR.usearch and .json: fgraph.query.search.vector_index's derived files
 
 
 def vector_index_files(db_path: str) -> list[str]:

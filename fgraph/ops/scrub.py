@@ -3,7 +3,7 @@
 Deleting a row only makes it unreachable: SQLite leaves the old cell bytes in the
 page, the page on the freelist, the old page images in the WAL, and FTS5 keeps
 the words in index segments until they are merged. ``scrub`` removes all four, and the
-vector index files beside the database (``fgraph.query.vector_index``: copies of vectors).
+vector index files beside the database (``fgraph.query.search.vector_index``: copies of vectors).
 When a reader holds the WAL open the final checkpoint cannot complete; that state
 is recorded in a marker file beside the database (``<db>.scrub-pending``) which
 ``pending()`` reports and a later ``scrub`` clears.

@@ -18,8 +18,8 @@ from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import FgraphError, NotFound, QueryError, ValueTypeError
 from fgraph.core.values import TAG_REF, RefWire
-from fgraph.query.results import Renderer
-from fgraph.query.terms import Terms
+from fgraph.query.datalog.results import Renderer
+from fgraph.query.datalog.terms import Terms
 
 INDEXES = {"eavt": ("e", "a", "v", "tx", "added"), "avet": ("a", "v", "e", "tx", "added"),
            "vaet": ("v", "a", "e", "tx", "added")}

@@ -13,7 +13,7 @@ from fgraph.streams.apply import MAX_EVENT_BYTES, validate_record
 from fgraph.streams.lines import iter_lines
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, TooLarge, ValueTypeError
-from fgraph.streams.restore import FOOTER_KEYS, HEADER_KEYS, MAX_LINE_BYTES, RECEIPT_KEYS
+from fgraph.streams.restore.run import FOOTER_KEYS, HEADER_KEYS, MAX_LINE_BYTES, RECEIPT_KEYS
 
 
 def _decode(number: int, line, cap: int):

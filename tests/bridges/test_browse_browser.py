@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bridges.test_browse import CLI, clean_env, start_browse, stop
+from tests.bridges.test_browse_app import CLI, clean_env, start_browse, stop
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "import"

@@ -1,4 +1,4 @@
-"""Proves the pages of `fgraph browse` for people (fgraph/bridges/browse_pages.py, issue 31 item 1,
+"""Proves the pages of `fgraph browse` for people (fgraph/bridges/browse/pages.py, issue 31 item 1,
 docs/browse.md decision B2) over HTTP: the store's page with its search box and recent changes,
 the search by the library's entity-level recall, the entity card with what refers to it, the
 canned queries' SQL hidden unless asked for, and a receipt's meta as a table. What a person sees
@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from tests.bridges.test_browse import build_store, fetch, page, start_browse, stop, texts
+from tests.bridges.test_browse_app import build_store, fetch, page, start_browse, stop, texts
 
 needs_datasette = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
                                      reason="Datasette is not installed (pip install -e '.[test,browse]')")
@@ -143,7 +143,7 @@ def test_a_receipt_shows_meta_as_a_table_and_its_uuid_as_an_id(site):
 
 @needs_datasette
 def test_meta_tables_escape_cut_and_leave_other_json_alone():
-    from fgraph.bridges import browse_pages
+    from fgraph.bridges.browse import pages as browse_pages
     assert browse_pages.meta_table('[1, 2]') is None and browse_pages.meta_table("not json") is None
     assert browse_pages.meta_table("{}") is None
     table = str(browse_pages.meta_table('{"a": "<i>", "b": {"c": [1]}}'))
@@ -154,7 +154,7 @@ def test_meta_tables_escape_cut_and_leave_other_json_alone():
 
 @needs_datasette
 def test_every_canned_query_hides_its_sql_and_says_what_it_shows():
-    from fgraph.bridges import browse_pages
+    from fgraph.bridges.browse import pages as browse_pages
     queries = browse_pages.canned_queries()
     assert {"entities", "attributes", "entity", "history", "receipts", "incoming", "receipt", "changes",
             "events"} == set(queries)

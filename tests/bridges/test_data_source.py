@@ -8,8 +8,8 @@ import io
 import pytest
 
 from fgraph.core.errors import FormatError, TooLarge
-from fgraph.bridges import data_source
-from fgraph.bridges.data_source import DataSource, open_data, read_bounded_text, text_lines
+from fgraph.bridges.add import data_source
+from fgraph.bridges.add.data_source import DataSource, open_data, read_bounded_text, text_lines
 
 
 class BinaryStdin:

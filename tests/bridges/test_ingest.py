@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from fgraph.bridges import data_source
-from fgraph.bridges import ingest
+from fgraph.bridges.add import data_source
+from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import Conflict, FormatError, NotFound, TooLarge, ValueTypeError
 from tests.conftest import stepping_clock

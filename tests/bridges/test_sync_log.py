@@ -1,4 +1,4 @@
-"""Proves the endpoint-neutral half of ``fgraph sync`` through a log (fgraph/bridges/sync_log.py) with
+"""Proves the endpoint-neutral half of ``fgraph sync`` through a log (fgraph/bridges/sync/log.py) with
 an in-memory ``Log``: a consumer applies a source's records in the source's order whatever order
 the log delivers them in, a record delivered twice is applied once, a store's identity is stable
 across copies and differs between stores, and a publisher resumes from what the log holds."""
@@ -9,8 +9,8 @@ import json
 import shutil
 
 import fgraph
-from fgraph.bridges import sync_log
-from tests.bridges.test_sync import tail, write_sources
+from fgraph.bridges.sync import log as sync_log
+from tests.bridges.test_sync_files import tail, write_sources
 
 
 # ----------------------------------------------------------------- the order check, on any log

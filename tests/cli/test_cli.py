@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import fgraph
 from fgraph.core.mappings import plain
 from fgraph.cli import main as cli
-from fgraph.bridges import ingest
+from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
 from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
 from tests.support.peerlib import published

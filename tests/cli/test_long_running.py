@@ -8,7 +8,7 @@ import io
 import json
 
 import fgraph
-from fgraph.bridges import ingest
+from fgraph.bridges.add import ingest
 from fgraph.cli import long_running
 from fgraph.core.canonical import dumps
 from fgraph.core.mappings import plain

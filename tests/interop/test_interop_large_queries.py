@@ -21,7 +21,7 @@ import random
 import pytest
 
 import fgraph
-import fgraph.query.engine as engine_module
+import fgraph.query.datalog.engine as engine_module
 from tests.support.query_store import build_store, query
 from tests.support.runtimes import differential_pair
 from tests.interop.test_interop_queries import same_rows

@@ -10,7 +10,7 @@ import fgraph
 from fgraph.core.canonical import dumps, loads
 from fgraph.ops import doctor
 from fgraph.ops.doctor import restored
-from fgraph.streams import restore as restore_module
+from fgraph.streams.restore import run as restore_module
 from tests.torture.mutations import reseal
 
 

@@ -1,4 +1,4 @@
-"""Proves the SQL of browse's pages for people (fgraph/query/browse_pages_sql.py, issue 31 item 1):
+"""Proves the SQL of browse's pages for people (fgraph/query/browse/pages_sql.py, issue 31 item 1):
 the attribute list, what refers to an entity, an entity's transactions, its card and the recent
 changes, read on browse's own bounded read-only connection, each by its index."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import fgraph
-from fgraph.query import browse_pages_sql as pages_sql
-from fgraph.query import browse_sql
+from fgraph.query.browse import pages_sql
+from fgraph.query.browse import sql as browse_sql
 
 
 @pytest.fixture(scope="module")

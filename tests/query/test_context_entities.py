@@ -289,8 +289,8 @@ def test_the_named_call_gets_every_item_left_out(growing, budget, limit, by, fmt
 
 def test_past_the_count_cap_the_last_line_says_or_more(monkeypatch):
     """Decision C3: the entities of the window are counted up to the cap, then "N or more"."""
-    from tests.query.test_context import _store_of
-    monkeypatch.setattr("fgraph.query.context_shape.COUNT_CAP", 40)
+    from tests.query.test_context_changes import _store_of
+    monkeypatch.setattr("fgraph.query.context.shape.COUNT_CAP", 40)
     with _store_of(300) as handle:
         out = handle.context(by="entity", limit=5)
         assert (out["items"], out["left_out"], out["truncated"], out["left_out_at_least"]) == (5, 35, True, True)
@@ -309,8 +309,8 @@ def test_past_the_count_cap_the_last_line_says_or_more(monkeypatch):
 def test_the_cost_of_a_call_follows_the_cap_not_the_history(monkeypatch):
     """The count stops at the cap and each transaction's time is one index probe (it once read
     every fgraph/at fact per transaction), so a ten times longer history costs the same."""
-    from tests.query.test_context import _steps, _store_of
-    monkeypatch.setattr("fgraph.query.context_shape.COUNT_CAP", 100)
+    from tests.query.test_context_changes import _steps, _store_of
+    monkeypatch.setattr("fgraph.query.context.shape.COUNT_CAP", 100)
     with _store_of(300) as small, _store_of(3000) as large:
         for options in ({}, {"format": "json"}, {"limit": 50}):
             assert _steps(large, by="entity", **options) < 1.5 * _steps(small, by="entity", **options)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import fgraph
-from fgraph.query.search_entities import question_words, word_query
+from fgraph.query.search.entities import question_words, word_query
 from tests.support.constants import CONFORMANCE_CLOCK
 
 

@@ -1,4 +1,4 @@
-"""Proves query/vector_index.py: with FGRAPH_VECTOR_INDEX=1 vector search answers from an index
+"""Proves query/search/vector_index.py: with FGRAPH_VECTOR_INDEX=1 vector search answers from an index
 beside the database with the exact list's hits, keeps up with new vectors, forgets what the
 store forgets (retracted and excised vectors leave the file), and never writes through a link."""
 
@@ -10,7 +10,7 @@ import random
 import pytest
 
 import fgraph
-from fgraph.query import vector_index
+from fgraph.query.search import vector_index
 
 usearch = pytest.importorskip("usearch.index", reason="the vectors extra (usearch) is not installed")
 

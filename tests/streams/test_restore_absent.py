@@ -1,4 +1,4 @@
-"""Proves streams/restore_absent.py: the filter never says "surely absent" of a name or gid it
+"""Proves streams/restore/absent.py: the filter never says "surely absent" of a name or gid it
 holds (the destination's rows and every row restore registers), and a restore that skips the
 registry query on its "no" ends exactly as one that asks SQLite every time."""
 
@@ -8,9 +8,9 @@ import os
 import random
 
 import fgraph
-from fgraph.streams import restore_registry
-from fgraph.streams import restore_absent
-from fgraph.streams.restore_absent import Absent
+from fgraph.streams.restore import registry as restore_registry
+from fgraph.streams.restore import absent as restore_absent
+from fgraph.streams.restore.absent import Absent
 from tests.torture.mutations import mutate
 from tests.support.restore_outcome import restore_outcome
 

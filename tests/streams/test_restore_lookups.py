@@ -1,4 +1,4 @@
-"""Proves streams/restore_lookups.py: the bounded caches of a restore answer only what was proved,
+"""Proves streams/restore/lookups.py: the bounded caches of a restore answer only what was proved,
 read the next events ahead in transaction order, start over past their limit, and a restore that
 leans on them reproduces the snapshot byte for byte."""
 
@@ -10,8 +10,8 @@ import pytest
 
 import fgraph
 from fgraph.core.identity import gid_to_uuid
-from fgraph.streams import restore_lookups
-from fgraph.streams.restore_lookups import Lookups, Window, selector_key, size_temp_cache
+from fgraph.streams.restore import lookups as restore_lookups
+from fgraph.streams.restore.lookups import Lookups, Window, selector_key, size_temp_cache
 from tests.support.peerlib import deterministic_env
 
 
@@ -162,7 +162,7 @@ def test_a_restore_with_any_window_is_byte_identical(monkeypatch, window, chunk)
 
 
 def test_mutated_snapshots_fail_alike_with_and_without_the_window(tmp_path, monkeypatch):
-    from fgraph.streams import restore as restore_module
+    from fgraph.streams.restore import run as restore_module
     from tests.support.restore_outcome import restore_outcome
     from tests.torture.mutations import mutate
 

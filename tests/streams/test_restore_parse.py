@@ -1,4 +1,4 @@
-"""Proves streams/restore_parse.py: a line is taken as its record's canonical bytes only when it
+"""Proves streams/restore/parse.py: a line is taken as its record's canonical bytes only when it
 is exactly them (checked against ``canonical.loads`` and ``dumps_bytes``, the authorities), it
 parses to what ``canonical.loads`` returns, and a restore that leans on it ends exactly as one
 that parses and encodes every record the old way."""
@@ -13,8 +13,8 @@ import pytest
 
 import fgraph
 from fgraph.core.canonical import dumps_bytes, loads
-from fgraph.streams import restore as restore_module
-from fgraph.streams.restore_parse import parse_line
+from fgraph.streams.restore import run as restore_module
+from fgraph.streams.restore.parse import parse_line
 from tests.torture.mutations import mutate, random_json
 from tests.support.restore_outcome import restore_outcome
 

@@ -13,8 +13,8 @@ import fgraph
 from fgraph.core.canonical import dumps, loads
 from fgraph.ops import doctor
 from fgraph.ops.doctor import restored
-from fgraph.streams import restore as restore_module
-from fgraph.streams import restore_proof
+from fgraph.streams.restore import run as restore_module
+from fgraph.streams.restore import proof as restore_proof
 from tests.support.constants import CONFORMANCE_CLOCK
 from tests.support.corerows import core_rows_of
 from tests.torture.mutations import mutate, reseal

@@ -1,4 +1,4 @@
-"""A restore's receipts (fgraph/streams/restore_registry.py): identities created twice are
+"""A restore's receipts (fgraph/streams/restore/registry.py): identities created twice are
 refused in the store, among the waiting rows and inside one receipt; waiting rows count as
 registered and are written together; rows SQLite may refuse are written at once, as a
 FormatError; a receipt's payload bytes are cut exactly from the receipt's canonical bytes."""
@@ -12,8 +12,8 @@ from fgraph.core.canonical import dumps_bytes
 from fgraph.core.catalog import Catalog
 from fgraph.core.identity import uuid_to_gid
 from fgraph.core.rows import Rows
-from fgraph.streams import restore_registry
-from fgraph.streams.restore_registry import Registry, RowRefused, _payload_bytes
+from fgraph.streams.restore import registry as restore_registry
+from fgraph.streams.restore.registry import Registry, RowRefused, _payload_bytes
 
 EVENTS = [f"12345678-1234-4234-8234-{n:012d}" for n in range(1, 6)]
 

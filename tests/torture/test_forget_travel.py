@@ -14,7 +14,7 @@ import json
 from collections import Counter
 
 import fgraph
-from fgraph.bridges import sync as file_sync
+from fgraph.bridges.sync import files as file_sync
 from tests.support import canaries
 from tests.torture.common import report, rng, size
 

@@ -13,8 +13,8 @@ from collections import Counter
 
 import pytest
 
-from tests.bridges.test_sync import env, is_subsequence, tail, write_sources
-from tests.bridges.test_sync_nats import NATS_SERVER, NatsServer
+from tests.bridges.test_sync_files import env, is_subsequence, tail, write_sources
+from tests.bridges.test_adapters_nats import NATS_SERVER, NatsServer
 from tests.torture.common import FGRAPH, report, rng, size, verdict, wait_for
 
 SOURCES = ("a", "b", "c")
@@ -25,7 +25,7 @@ def _start(args, cwd) -> subprocess.Popen:
 
 
 def _stream_messages(url: str) -> int:
-    from fgraph.bridges.sync_nats import NatsLog
+    from fgraph.bridges.sync.adapters.nats import NatsLog
     with NatsLog(url) as log:
         return log._run(log._js.stream_info(log.stream)).state.messages
 

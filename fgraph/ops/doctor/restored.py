@@ -2,7 +2,7 @@
 
 Spec 05 §2.7 has restore run the full doctor before COMMIT. Restore writes every row itself from
 records it checked, so most of doctor's checks (spec 06 §3.3, ``checkup.CHECKS``) hold by
-construction; ``fgraph.streams.restore_proof`` proves the others record by record, on bounded
+construction; ``fgraph.streams.restore.proof`` proves the others record by record, on bounded
 state; only rules over all live facts at once are left to ``after`` here. For each check:
 
 - integrity_check, layout — ``before``: the destination passes the full doctor before restore

@@ -1,0 +1,1 @@
+"""The message-log engines of ``fgraph sync`` (one module per engine)."""

@@ -1,0 +1,349 @@
+"""The NATS JetStream adapter of ``fgraph.bridges.sync.log`` (issue 32 item 1, docs/replication.md).
+
+``nats://host:4222/STREAM`` (or ``tls://…``) names a server and a stream. Each source store
+publishes on the subject ``STREAM.<store id>``; a record is the event/1 line's bytes with the
+headers
+
+- ``Nats-Msg-Id``: the event UUID, so JetStream's duplicate window turns a re-publish into a no-op;
+- ``Fgraph-Store``: the source store's id; ``Fgraph-Prev``: the source's previous event (absent
+  for its first);
+- ``Nats-Expected-Last-Subject-Sequence``: the sequence of the last record on the subject, so a
+  record can never land after a gap, nor two publishers of one store interleave (``Conflict``).
+
+A target reads through the durable pull consumer ``fgraph-<target id>`` (explicit acks). The
+``nats-py`` package is the extra ``fgraph[nats]`` and is imported only when a URL is used.
+Credentials never come from the command line: a creds file, user and password or a token come
+from the ``FGRAPH_NATS_CREDS``, ``FGRAPH_NATS_USER``, ``FGRAPH_NATS_TOKEN`` settings (docs/settings.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import ssl
+import urllib.parse
+
+from fgraph.core import settings
+from fgraph.core.errors import Conflict, NotFound, TooLarge, Unsupported, ValueTypeError
+from fgraph.bridges.sync.log import (DEFAULT_BATCH, DEFAULT_INTERVAL, DEFAULT_RETRY, LogUnavailable, Record, consume,
+                                     is_log_url, publish)
+
+STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
+CALL_TIMEOUT = 5.0        # seconds one request to the server may take before it counts as unavailable
+CONNECT_TIMEOUT = 2.0
+DEFAULT_ACK_WAIT = 30.0
+DEFER_DELAY = 0.2         # seconds before a record handed back is delivered again
+STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "Nats-Expected-Last-Subject-Sequence"
+KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
+WRONG_LAST_SEQUENCE = 10071
+CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
+UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
+
+
+def _nats():
+    try:
+        import nats
+        import nats.errors
+        import nats.js.api
+        import nats.js.errors
+    except ImportError:
+        raise Unsupported("syncing through NATS needs the nats-py package",
+                          "install the extra: pip install 'fgraph[nats]'") from None
+    return nats
+
+
+def parse_url(url: str) -> tuple[str, str]:
+    """``nats://host:port/STREAM`` → (server URL, stream name)."""
+    parts = urllib.parse.urlsplit(str(url))
+    if parts.scheme not in ("nats", "tls") or not parts.hostname:
+        raise ValueTypeError(f"{url!r} is not a NATS URL", "write nats://host:4222/STREAM or tls://host:4222/STREAM")
+    if parts.username or parts.password:
+        raise ValueTypeError("credentials in the URL would be visible to every user of the machine",
+                             "set FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN")
+    stream = parts.path.strip("/")
+    if not STREAM_NAME.fullmatch(stream):
+        raise ValueTypeError(f"{url!r} names no valid stream", "put the stream name after the port: nats://host:4222/EVENTS")
+    return f"{parts.scheme}://{parts.netloc}", stream
+
+
+def _options(server: str) -> dict:
+    auth = settings.nats_auth()
+    options = {"servers": [server], "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
+               "max_reconnect_attempts": 1, "reconnect_time_wait": 0.2, "name": "fgraph sync"}
+    if auth.get("creds"):
+        options["user_credentials"] = auth["creds"]
+    if auth.get("user"):
+        options["user"], options["password"] = auth["user"], auth.get("password") or ""
+    if auth.get("token"):
+        options["token"] = auth["token"]
+    if auth.get("ca") or server.startswith("tls://"):
+        options["tls"] = ssl.create_default_context(cafile=auth.get("ca") or None)
+    return options
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class NatsLog:
+    """One connection to a JetStream stream, used synchronously (it owns its event loop)."""
+
+    def __init__(self, url: str, *, create: bool = False, replicas: int = 1, max_age: float = 0,
+                 ack_wait: float = DEFAULT_ACK_WAIT):
+        self.name = str(url)
+        self.server, self.stream = parse_url(url)
+        self.ack_wait = ack_wait
+        self._nats = _nats()
+        # asyncio's TLS transport logs a harmless warning at each close ("returning true from
+        # eof_received() …"); the CLI's stderr carries one-line errors only
+        logging.getLogger("asyncio").setLevel(logging.ERROR)
+        self._loop = asyncio.new_event_loop()
+        self._nc = self._js = None
+        self._seq: dict[str, int] = {}
+        self._subs: dict = {}
+        try:
+            self._run(self._open(create, replicas, max_age), CONNECT_TIMEOUT + CALL_TIMEOUT * 2)
+        except LogUnavailable:
+            self.close()
+            raise NotFound(f"NATS server {self.server} is unreachable", UNREACHABLE_HINT) from None
+        except BaseException:
+            self.close()
+            raise
+
+    # -- plumbing
+    def _run(self, coro, timeout: float = CALL_TIMEOUT):
+        errors, js_errors = self._nats.errors, self._nats.js.errors
+        try:
+            return self._loop.run_until_complete(asyncio.wait_for(coro, timeout))
+        except (asyncio.TimeoutError, errors.TimeoutError, errors.NoRespondersError, errors.ConnectionClosedError,
+                errors.ConnectionReconnectingError, errors.OutboundBufferLimitError, errors.FlushTimeoutError,
+                errors.StaleConnectionError, js_errors.ServiceUnavailableError, OSError) as exc:
+            raise LogUnavailable(f"NATS server {self.server} is unavailable ({type(exc).__name__}: {exc})".rstrip(),
+                                 "check that it runs and that the URL is right") from None
+        except errors.MaxPayloadError:
+            raise TooLarge(f"an event is larger than the max_payload of {self.server}",
+                           "raise max_payload in the server's configuration (events reach 8,454,144 bytes)") from None
+        except js_errors.APIError as exc:
+            if exc.code == 503:
+                raise LogUnavailable(f"JetStream on {self.server} is unavailable: {exc.description}",
+                                     "wait for the server or its cluster to elect a leader") from None
+            raise
+
+    async def _open(self, create: bool, replicas: int, max_age: float):
+        nats, errors = self._nats, self._nats.errors
+
+        seen = []
+
+        async def quiet(exc):   # the client's own error reports would go to stderr through logging
+            seen.append(exc)
+        try:
+            self._nc = await asyncio.wait_for(nats.connect(**_options(self.server), error_cb=quiet),
+                                              CONNECT_TIMEOUT * 2)
+            self._nc.options["max_reconnect_attempts"] = -1   # once connected, ride out restarts (retry bounds it)
+        except (errors.NoServersError, OSError, asyncio.TimeoutError) as exc:
+            refused = [e for e in seen if isinstance(e, (errors.AuthorizationError, errors.InvalidUserCredentialsError))
+                       or "authorization" in str(e).lower()]
+            if refused:
+                raise Unsupported(f"NATS server {self.server} refused the credentials ({refused[-1]})".rstrip(),
+                                  CREDENTIALS_HINT) from None
+            insecure = [e for e in seen if isinstance(e, (ssl.SSLError, errors.SecureConnRequiredError,
+                                                          errors.SecureConnWantedError, errors.SecureConnFailedError))]
+            if insecure:
+                raise Unsupported(f"TLS with NATS server {self.server} failed ({_first_line(insecure[-1])})",
+                                  "a tls:// server's certificate must chain to FGRAPH_NATS_CA or a system CA; "
+                                  "a server that requires TLS needs a tls:// URL") from None
+            raise NotFound(f"NATS server {self.server} is unreachable ({type(exc).__name__})", UNREACHABLE_HINT) from None
+        except (errors.AuthorizationError, errors.InvalidUserCredentialsError) as exc:
+            raise Unsupported(f"NATS server {self.server} refused the credentials ({exc})", CREDENTIALS_HINT) from None
+        self._js = self._nc.jetstream(timeout=CALL_TIMEOUT)
+        try:
+            await self._js.stream_info(self.stream)
+        except nats.js.errors.NotFoundError:
+            if not create:
+                raise NotFound(f"stream {self.stream!r} does not exist on {self.server}",
+                               "pass --create-stream to make it") from None
+            await self._js.add_stream(name=self.stream, subjects=[f"{self.stream}.>"], num_replicas=replicas,
+                                      max_age=max_age or None, storage=nats.js.api.StorageType.FILE)
+        except nats.js.errors.APIError as exc:
+            if exc.err_code == 10039 or exc.code == 503:   # JetStream not enabled
+                raise NotFound(f"NATS server {self.server} has no JetStream ({exc.description})",
+                               "start it with -js (or jetstream {} in its configuration)") from None
+            raise
+
+    def close(self) -> None:
+        if self._nc is not None and not self._nc.is_closed:
+            try:
+                self._loop.run_until_complete(asyncio.wait_for(self._nc.close(), CALL_TIMEOUT))
+            except Exception:   # closing a connection to a dead server: nothing left to release
+                pass
+        self._loop.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _subject(self, store: str) -> str:
+        return f"{self.stream}.{store}"
+
+    # -- the Log interface
+    def last(self, store: str) -> str | None:
+        async def go():
+            try:
+                message = await self._js.get_last_msg(self.stream, self._subject(store))
+            except self._nats.js.errors.NotFoundError:
+                return None
+            self._seq[store] = message.seq
+            return (message.headers or {}).get(MSG_ID)
+        event = self._run(go())
+        if event is None:
+            self._seq[store] = 0
+        return event
+
+    def append(self, store: str, source: str, line: str, event: str, prev: str | None) -> bool:
+        if store not in self._seq:
+            self.last(store)
+        headers = {MSG_ID: event, STORE: store, EXPECTED: str(self._seq[store])}
+        if prev is not None:
+            headers[PREV] = prev
+        try:
+            ack = self._run(self._js.publish(self._subject(store), line.encode("utf-8"), stream=self.stream,
+                                             headers=headers))
+        except self._nats.js.errors.APIError as exc:
+            if exc.err_code == WRONG_LAST_SEQUENCE:
+                raise Conflict(f"the subject of store {store} ({source!r}) in {self.name!r} moved under this publisher",
+                               "another `fgraph sync` publishes the same store; run one per store") from None
+            raise
+        if not ack.duplicate:
+            self._seq[store] = ack.seq
+        return not ack.duplicate
+
+    def _subscription(self, consumer: str):
+        if consumer not in self._subs:
+            config = self._nats.js.api.ConsumerConfig(ack_wait=self.ack_wait, max_ack_pending=20_000)
+            self._subs[consumer] = self._run(self._js.pull_subscribe(f"{self.stream}.>", durable=consumer,
+                                                                     stream=self.stream, config=config))
+        return self._subs[consumer]
+
+    def fetch(self, consumer: str, limit: int, wait: float) -> list[Record]:
+        subscription = self._subscription(consumer)
+
+        async def go():
+            try:
+                return await subscription.fetch(limit, timeout=wait)
+            except (self._nats.errors.TimeoutError, asyncio.TimeoutError):
+                return []
+        out = []
+        for message in self._run(go(), wait + CALL_TIMEOUT):
+            headers = message.headers or {}
+            out.append(Record(line=message.data.decode("utf-8"), event=headers.get(MSG_ID, ""),
+                              store=headers.get(STORE, ""), prev=headers.get(PREV), handle=message,
+                              kind=headers.get(KIND, "event")))
+        return out
+
+    def ack(self, records: list[Record]) -> None:
+        async def go():
+            for record in records:
+                await record.handle.ack()
+            await self._nc.flush()
+        self._run(go())
+
+    def defer(self, records: list[Record]) -> None:
+        async def go():
+            for record in records:
+                await record.handle.nak(delay=DEFER_DELAY)
+            await self._nc.flush()
+        self._run(go())
+
+    # -- forgetting (docs/forgetting.md F2): side subjects of a store, outside its event order
+    def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
+        """Publish an excision record (``key`` "excision") or a remainder (``key`` its redacted
+        event) under ``STREAM.<store>.<kind>[.<key>]``; False when the log already had it."""
+        subject = f"{self._subject(store)}.{kind}" + ("" if kind == "excision" else f".{key}")
+        ack = self._run(self._js.publish(subject, line.encode("utf-8"), stream=self.stream,
+                                         headers={MSG_ID: msg_id, STORE: store, KIND: kind}))
+        return not ack.duplicate
+
+    def excision_records(self, store: str) -> list[str]:
+        """Every excision record published for ``store``, oldest first."""
+        errors = self._nats.js.errors
+
+        async def go():
+            out, seq = [], 1
+            while True:
+                try:
+                    message = await self._js.get_msg(self.stream, seq=seq, subject=f"{self._subject(store)}.excision",
+                                                     next=True)
+                except errors.NotFoundError:
+                    return out
+                out.append(message.data.decode("utf-8"))
+                seq = message.seq + 1
+        return self._run(go(), CALL_TIMEOUT * 4)
+
+    def remainder(self, store: str, event: str) -> str | None:
+        """The remainder record of ``store``'s redacted event ``event``, None when there is none."""
+        async def go():
+            try:
+                message = await self._js.get_last_msg(self.stream, f"{self._subject(store)}.remainder.{event}")
+            except self._nats.js.errors.NotFoundError:
+                return None
+            return message.data.decode("utf-8")
+        return self._run(go())
+
+    def erase(self, store: str, events: set) -> int:
+        """Delete (the server overwrites them) the records of ``store`` that carry ``events``;
+        returns how many were deleted. Reads headers only, never the records' contents."""
+        api = self._nats.js.api
+
+        async def go():
+            config = api.ConsumerConfig(headers_only=True, ack_policy=api.AckPolicy.NONE,
+                                        deliver_policy=api.DeliverPolicy.ALL, inactive_threshold=30.0)
+            subscription = await self._js.pull_subscribe(self._subject(store), stream=self.stream, config=config)
+            doomed = []
+            try:
+                while True:
+                    try:
+                        batch = await subscription.fetch(1000, timeout=0.5)
+                    except (self._nats.errors.TimeoutError, asyncio.TimeoutError):
+                        break
+                    for message in batch:
+                        if (message.headers or {}).get(MSG_ID) in events:
+                            doomed.append(message.metadata.sequence.stream)
+                    if batch and batch[-1].metadata.num_pending == 0:
+                        break
+            finally:
+                await subscription.unsubscribe()
+            deleted = 0
+            for seq in doomed:
+                try:
+                    deleted += bool(await self._js.delete_msg(self.stream, seq))
+                except self._nats.js.errors.NotFoundError:
+                    pass
+            return deleted
+        return self._run(go(), CALL_TIMEOUT * 12)
+
+    def pending(self, consumer: str) -> int:
+        info = self._run(self._js.consumer_info(self.stream, consumer))
+        return info.num_pending + info.num_ack_pending
+
+
+def sync(sources, target, *, create_stream: bool = False, replicas: int = 1, max_age: float = 0,
+         ack_wait: float = DEFAULT_ACK_WAIT, batch_size: int = DEFAULT_BATCH, follow: bool = False,
+         interval: float = DEFAULT_INTERVAL, retry: float = DEFAULT_RETRY, stop=None) -> dict:
+    """``fgraph sync`` where one side is a NATS URL: stores → stream (``target`` a URL) or
+    stream → store (the one source a URL)."""
+    sources = [str(s) for s in sources]
+    urls = [s for s in sources if is_log_url(s)]
+    if is_log_url(target):
+        if urls:
+            raise ValueTypeError("a stream cannot be synced into a stream", "--from a URL needs --to a store file")
+        with NatsLog(target, create=create_stream, replicas=replicas, max_age=max_age) as log:
+            return publish(sources, log, batch_size=batch_size, follow=follow, interval=interval, retry=retry,
+                           stop=stop)
+    if len(sources) != 1 or not urls:
+        raise ValueTypeError("a stream is read alone", "pass one --from nats://host:4222/STREAM per run")
+    with NatsLog(sources[0], create=create_stream, replicas=replicas, max_age=max_age, ack_wait=ack_wait) as log:
+        return consume(log, target, batch_size=batch_size, follow=follow, interval=interval, retry=retry, stop=stop)

@@ -1,0 +1,274 @@
+"""``fgraph sync`` through a message log (issue 32 item 1, docs/replication.md "Through NATS JetStream").
+
+The file-to-file sync of ``fgraph.bridges.sync.files`` keeps each source's position in a cursor file
+beside the target. Through a log the positions live in the log itself:
+
+- **publish** (stores → log): each source store appends its event/1 lines, in commit order, under
+  its own key (``store_id``). Where a source stands is read back from the log (the last record
+  under its key), never from a local file, so a publisher killed anywhere resumes after what the
+  log holds; a re-sent event is a no-op because the record id is the event UUID.
+- **consume** (log → target): one durable consumer per target (named from ``store_id`` of the
+  target), records applied in bounded batches, each batch one target transaction, acknowledged
+  only after that transaction commits. A record delivered twice is ``already_applied``.
+
+Every record also names the event that precedes it in its source (``prev``). The consumer applies
+a record only when ``prev`` is already in the target (or earlier in the same batch), and hands the
+others back to the log for later: a log that redelivers out of order (a consumer restarted while
+older records await their ack timeout) can delay a source but never reorder it.
+
+``Log`` is the interface an adapter implements; ``fgraph.bridges.sync.adapters.nats.NatsLog`` is the NATS
+JetStream one. A Kafka-compatible log is one more adapter (docs/replication.md says what it needs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fgraph.core.canonical import loads
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
+from fgraph.core.limits import GENESIS_TX
+from fgraph.ops.propagate import is_excision_line
+from fgraph.bridges.sync.forgetting import Consumer, publish_redacted
+
+DEFAULT_BATCH = 500
+DEFAULT_INTERVAL = 0.5
+DEFAULT_RETRY = 60.0       # seconds a run keeps retrying an unavailable log before it gives up
+
+
+class LogUnavailable(NotFound):
+    """The log cannot be reached now (server down, restarting, no leader); a retry may succeed."""
+
+
+@dataclass
+class Record:
+    """One event as the log delivers it to a consumer."""
+
+    line: str
+    event: str
+    store: str
+    prev: str | None
+    handle: Any = field(default=None, repr=False)   # the adapter's own message object
+    kind: str = "event"                             # "excision" and "remainder" records carry forgetting
+
+
+class Log(Protocol):
+    """What ``publish`` and ``consume`` need from a log (one adapter per kind of log)."""
+
+    name: str
+
+    def last(self, store: str) -> str | None:
+        """The event UUID of the last record under ``store``'s key, None when there is none."""
+
+    def append(self, store: str, source: str, line: str, event: str, prev: str | None) -> bool:
+        """Append one event durably, in order after ``prev``; returns False when the log already had it."""
+
+    def fetch(self, consumer: str, limit: int, wait: float) -> list[Record]:
+        """At most ``limit`` records for the durable ``consumer`` (empty after ``wait`` seconds idle)."""
+
+    def ack(self, records: list[Record]) -> None:
+        """The records are committed in the target: never deliver them again."""
+
+    def defer(self, records: list[Record]) -> None:
+        """Deliver these records again later (their predecessor is not in the target yet)."""
+
+    def pending(self, consumer: str) -> int:
+        """Records not yet acknowledged by ``consumer`` (delivered or not)."""
+
+    # forgetting (fgraph.bridges.sync.forgetting, docs/forgetting.md F2)
+    def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
+        """Publish an excision record or a remainder beside ``store``'s events (delivered to consumers too)."""
+
+    def excision_records(self, store: str) -> list[str]:
+        """Every excision record published for ``store``, oldest first."""
+
+    def remainder(self, store: str, event: str) -> str | None:
+        """The remainder published for ``store``'s redacted event ``event``."""
+
+    def erase(self, store: str, events: set) -> int:
+        """Delete the records of ``store`` that carry ``events``; returns how many were deleted."""
+
+
+def is_log_url(text: str) -> bool:
+    return str(text).split("://", 1)[0] in ("nats", "tls") and "://" in str(text)
+
+
+def store_id(db) -> str:
+    """A stable identity of a store: from the hash of its genesis event, which holds its creation
+    time, so a new store at the same path is another store and a copy (backup, restore) the same."""
+    digest = db.receipt(GENESIS_TX)["event_hash"].split(":", 1)[-1]
+    return digest[:32]
+
+
+def event_of(line: str) -> str:
+    try:
+        record = loads(line)
+    except FgraphError:
+        record = None
+    event = record.get("event") if isinstance(record, dict) else None
+    if not isinstance(event, str):
+        raise FormatError(f"a log record is not an event/1 line: {line[:120]!r}", "publish with `fgraph sync --to URL`")
+    return event
+
+
+def _retrying(call, retry: float, stop):
+    """``call()``, again while the log is unavailable, for at most ``retry`` seconds."""
+    deadline = None
+    while True:
+        try:
+            return call()
+        except LogUnavailable:
+            deadline = deadline or time.monotonic() + retry
+            if time.monotonic() >= deadline or stop():
+                raise
+            time.sleep(0.2)
+
+
+def _wait(seconds: float, stop) -> None:
+    end = time.monotonic() + seconds
+    while not stop() and time.monotonic() < end:
+        time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+
+def _check(batch_size, interval) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueTypeError(f"batch_size={batch_size!r} is invalid", "pass a positive number of events")
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 < interval < float("inf"):
+        raise ValueTypeError(f"interval={interval!r} is invalid", "pass a positive, finite number of seconds")
+
+
+class _Published:
+    """One source store being published: its handle, identity, position and counts."""
+
+    def __init__(self, path: str, db, log: Log):
+        self.path, self.db, self.store = path, db, store_id(db)
+        self.position, self.prev, self.since, self.stale = GENESIS_TX, None, GENESIS_TX, False
+        self.counts = {"events": 0, "published": 0, "duplicates": 0}
+        self.excisions: list = []
+        self.resume(log)
+        self.since = self.position
+
+    def resume(self, log: Log) -> None:
+        """Where this source stands, read back from the log."""
+        event = log.last(self.store)
+        if event is None:
+            self.position, self.prev = GENESIS_TX, None
+            return
+        try:
+            self.position = self.db.resolve({"eid": event})
+        except NotFound:
+            raise Conflict(f"the log {log.name!r} holds event {event} under store {self.store} ({self.path!r}), "
+                           "which that store does not have",
+                           "the store was replaced by an older copy of itself; publish a copy with its whole "
+                           "history, or use a new stream") from None
+        self.prev = event
+
+    def report(self) -> dict:
+        return {"source": self.path, "store": self.store, "since": self.since, "position": self.position,
+                "latest": self.db.latest_tx(), **self.counts, "excisions": self.excisions}
+
+
+def publish(sources, log: Log, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
+            interval: float = DEFAULT_INTERVAL, retry: float = DEFAULT_RETRY, stop=None) -> dict:
+    """Append every event of each store in ``sources`` that ``log`` does not hold yet, in each
+    store's commit order, the stores taking turns batch by batch; with ``follow``, keep going
+    until ``stop()``. An unavailable log is retried for ``retry`` seconds, resuming from what
+    the log holds."""
+    _check(batch_size, interval)
+    stop = stop or (lambda: False)
+    paths = [str(s) for s in sources]
+    if not paths:
+        raise ValueTypeError("sync needs at least one source", "pass --from PATH once per source store")
+    from fgraph.db import connect
+    with contextlib.ExitStack() as stack:
+        opened = []
+        for path in paths:
+            if not os.path.exists(path):
+                raise NotFound(f"source {path!r} does not exist", "check the path of --from")
+            db = stack.enter_context(connect(path, read_only=True))
+            opened.append(_retrying(lambda: _Published(path, db, log), retry, stop))
+        ids = [s.store for s in opened]
+        if len(set(ids)) != len(ids):
+            raise ValueTypeError("two sources are the same store (copies of one file)", "name each store once")
+        while True:
+            read = 0
+            for source in opened:
+                if stop():
+                    break
+                read += _retrying(lambda: _publish_batch(source, log, batch_size), retry, stop)
+            if not read and (not follow or stop()):
+                break
+            if not read:
+                _wait(interval, stop)
+        totals = {key: sum(s.counts[key] for s in opened) for key in ("events", "published", "duplicates")}
+        return {**totals, "excisions": [e for s in opened for e in s.excisions], "log": log.name,
+                "sources": [s.report() for s in opened]}
+
+
+def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
+    """Append the next at most ``batch_size`` events of ``source``; after a failure the source
+    resumes from what the log holds (an event the log got twice is a no-op there)."""
+    if source.stale:       # an append failed: what reached the log is unknown until asked
+        source.resume(log)
+        source.stale = False
+    lines = source.db.iter_events(source.position, source.db.latest_tx())
+    count = 0
+    try:
+        for line in lines:
+            event = event_of(line)
+            try:
+                if is_excision_line(line):
+                    publish_redacted(source, log, line)
+                fresh = log.append(source.store, source.path, line, event, source.prev)
+            except LogUnavailable:
+                source.stale = True
+                raise
+            source.position, source.prev = source.db.resolve({"eid": event}), event
+            source.counts["events"] += 1
+            source.counts["published" if fresh else "duplicates"] += 1
+            count += 1
+            if count >= batch_size:
+                break
+    finally:
+        lines.close()
+    return count
+
+
+def consume(log: Log, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
+            interval: float = DEFAULT_INTERVAL, retry: float = DEFAULT_RETRY, stop=None) -> dict:
+    """Apply the log's events to ``target`` (created if missing) through the target's durable
+    consumer, batch by batch, acknowledging each batch after its transaction commits. Without
+    ``follow`` it returns once the consumer has nothing pending."""
+    _check(batch_size, interval)
+    stop = stop or (lambda: False)
+    from fgraph.db import connect
+    counts = {"already_applied": 0, "applied": 0, "batches": 0, "deferred": 0, "events": 0, "noop": 0,
+              "redacted_held": 0, "redacted_skipped": 0, "remainders": 0, "stood_in": 0}
+    excisions: list = []
+    with connect(str(target)) as db:
+        consumer = "fgraph-" + store_id(db)
+        applying = Consumer(db, log, counts, excisions)
+        while not stop():
+            records = _retrying(lambda: log.fetch(consumer, batch_size, min(interval, 1.0)), retry, stop)
+            if not records:
+                if not follow and _retrying(lambda: log.pending(consumer), retry, stop) == 0:
+                    break
+                continue
+            try:
+                done, later = _retrying(lambda: applying.process(records), retry, stop)
+            except FgraphError as exc:
+                if isinstance(exc, LogUnavailable):
+                    raise
+                _retrying(lambda: log.defer(records), retry, stop)
+                raise type(exc)(f"sync from {log.name!r} into {str(target)!r} stopped; nothing of this batch "
+                                f"after the last commit was acknowledged: {exc.message}", exc.hint) from None
+            if done:
+                _retrying(lambda: log.ack(done), retry, stop)
+            if later:
+                counts["deferred"] += len(later)
+                _retrying(lambda: log.defer(later), retry, stop)
+        return {**counts, "basis_tx": db.latest_tx(), "consumer": consumer, "excisions": excisions, "log": log.name,
+                "target": str(target)}

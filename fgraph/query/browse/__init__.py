@@ -1,0 +1,3 @@
+"""The read-only SQL of ``fgraph browse``: ``sql`` the canned queries and connection, ``pages_sql``
+what the pages for people read.
+"""
