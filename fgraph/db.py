@@ -194,9 +194,14 @@ class Db:
     def iter_events(self, since: int = GENESIS_TX, through: int | None = None):
         """Canonical event lines (without LF), streamed in tx order; ``since`` is a local tx id
         (exclusive, need not be a transaction; for a time use ``resolve_time`` first)."""
-        from fgraph.streams import events as _events
-        for _, line in _events.iter_event_lines(self.connection, since, self._through(through)):
+        for _, line in self.iter_tx_events(since, through):
             yield line
+
+    def iter_tx_events(self, since: int = GENESIS_TX, through: int | None = None):
+        """``(tx, line)`` pairs: each canonical event line (without LF) with its local transaction
+        id, in tx order, bounded like ``iter_events``; for a caller that keeps its place by tx."""
+        from fgraph.streams import events as _events
+        yield from _events.iter_event_lines(self.connection, since, self._through(through))
 
     def event_records(self, since: int = GENESIS_TX, through: int | None = None) -> list:
         """The event/1 records after ``since`` (exclusive) up to ``through`` (inclusive), as a list."""

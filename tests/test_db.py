@@ -266,6 +266,17 @@ def test_views_show_the_store_as_it_was(timeline):
         assert list(view.iter_events()) == [line for line in db.iter_events(64, tx)]
 
 
+def test_iter_tx_events_pairs_each_line_with_its_transaction(timeline):
+    db, seen = timeline
+    pairs = list(db.iter_tx_events())
+    assert [tx for tx, _ in pairs] == sorted(seen)
+    assert [line for _, line in pairs] == list(db.iter_events())
+    for tx, line in pairs:
+        assert list(db.iter_events(tx - 1, tx)) == [line]
+    second = sorted(seen)[1]
+    assert list(db.at(second).iter_tx_events()) == pairs[:2]
+    assert list(db.iter_tx_events(second)) == pairs[2:]
+
 def test_a_view_hides_later_entities_transactions_and_retractions(timeline):
     db, seen = timeline
     first, second, third, fourth, _ = sorted(seen)
