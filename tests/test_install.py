@@ -207,7 +207,7 @@ def test_the_wheel_ships_every_package_directory_and_the_schema(artifacts):
     assert modules - names == set(), "modules missing from the wheel"
     assert {"fgraph/schema/format-v2.sql", "fgraph/schema/system-identities.json"} <= names
     assert "fgraph/py.typed" in names, "the PEP 561 marker missing from the wheel: type checkers would ignore fgraph's types"
-    templates = {str(p.relative_to(REPO)) for p in (PACKAGE / "bridges" / "browse_templates").glob("*.html")}
+    templates = {str(p.relative_to(REPO)) for p in (PACKAGE / "bridges" / "browse" / "templates").glob("*.html")}
     assert templates and templates <= names, "fgraph browse's templates missing from the wheel"
     with zipfile.ZipFile(artifacts["wheel"]) as archive:
         assert archive.read("fgraph/schema/format-v2.sql") == (PACKAGE / "schema" / "format-v2.sql").read_bytes()
