@@ -1,7 +1,7 @@
 """The rules of decision 7: a fact agrees with the events that asserted and retracted it.
 
 Shared by doctor's walks (``fgraph.ops.doctor.agreement``) and by restore, which checks each
-fact as it streams in (``fgraph.streams.restore_agreement``): both feed these functions the
+fact as it streams in (``fgraph.streams.restore.proof``): both feed these functions the
 same stored row, so both give the same answer for it.
 
 A fact is given as the row ``(tx, e, a, v, t, en, eg, an, blob, vn, vg, id)``: its asserting

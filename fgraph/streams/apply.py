@@ -162,7 +162,7 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
     Records are planned one by one, each as its own local transaction, and (``bulk``, the
     default) their rows are written in batches (``APPLY_BATCH_ROWS`` rows or ``BATCH_BYTES`` of
     values, whichever comes first) through an overlay (``fgraph.core.overlay``); ``bulk=False`` writes each record's rows as it goes.
-    Both give the same rows, byte for byte (tests/test_bulk_apply.py).
+    Both give the same rows, byte for byte (tests/core/test_overlay.py).
 
     With ``dry_run`` every record is applied inside its own savepoint and the whole
     transaction is rolled back at the end: conflicting events are counted and listed

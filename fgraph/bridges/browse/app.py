@@ -7,7 +7,7 @@ Datasette runs in this process on uvicorn. Three things make it fgraph's view:
   (so committed transactions still in the WAL are seen, which ``immutable=1`` would miss)
   with ``query_only``;
 - canned queries (entities, attributes, entity, history, receipts, incoming, receipt, changes,
-  events), whose SQL lives in ``fgraph.query.browse.sql`` and ``browse_pages_sql`` because the face
+  events), whose SQL lives in ``fgraph.query.browse.sql`` and ``fgraph.query.browse.pages_sql`` because the face
   holds none, shown as pages for people by ``fgraph.bridges.browse.pages`` (its templates, the
   store's page with a search box and the recent changes, decision B2);
 - ``CellRenderer``, a Datasette plugin registered for the life of the server, which renders a

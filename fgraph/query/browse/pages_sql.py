@@ -4,7 +4,7 @@ refers to an entity and of an entity's transactions read.
 
 Like ``fgraph.query.browse.sql``, whose entity selector (``:entity``) and column contract these
 reuse, the statements are plain SQLite 3.37+ SQL that Datasette runs on its own bounded read-only
-connections (``browse_sql.connect_read_only``), so every limit of docs/browse.md §Limits holds for
+connections (``connect_read_only`` there), so every limit of docs/browse.md §Limits holds for
 them too. Canned queries take their parameters as text; ``RECENT`` and ``ENTITY_CARD`` are run by
 the pages plugin (``fgraph.bridges.browse.pages``) with the values it passes.
 """
@@ -20,7 +20,7 @@ RECENT_SIZE = 15        # transactions the landing page lists, newest first
 RECENT_NAMED = 4        # entities named per listed transaction ("and N more" for the rest)
 INCOMING_SHOWN = 25     # referrers the entity page lists before it links to the full list
 
-# Column names the pages plugin gives a meaning, beside browse_sql's.
+# Column names the pages plugin gives a meaning, beside those of fgraph.query.browse.sql.
 ID_COLUMNS = frozenset({"event", "uuid"})          # UUIDs: monospace, on one line
 HASH_COLUMNS = frozenset({"event_hash"})           # hex digests: monospace, broken anywhere
 
@@ -41,7 +41,7 @@ ATTRIBUTES = f"""SELECT i.name AS attribute, {_declared(A_TYPE, 'i.id')} AS type
    AND (:after = '' OR i.name > :after)
  ORDER BY i.name
  LIMIT {PAGE_SIZE}"""
-# Declared and undeclared attributes alike (browse_sql.is_attribute); the type is the declared one, if any.
+# Declared and undeclared attributes alike (sql.is_attribute); the type is the declared one, if any.
 
 INCOMING = f"""WITH {TARGET}
 SELECT a.name AS attribute, f.e AS entity, f.tx AS asserted_tx

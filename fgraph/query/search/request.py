@@ -2,7 +2,7 @@
 published runtime makes them, so the same bad request fails with the same error name.
 
 What needs the database (attribute names, filter values, dims) is resolved by
-``search_lists``; ``SearchRequest`` only carries what was asked, validated.
+``fgraph.query.search.lists``; ``SearchRequest`` only carries what was asked, validated.
 """
 
 from __future__ import annotations

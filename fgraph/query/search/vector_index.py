@@ -4,7 +4,7 @@ Exact vector search reads every stored vector: linear in the vectors, so at a mi
 it cannot stay near its cost on a small store. With ``FGRAPH_VECTOR_INDEX=1`` and the extra
 ``fgraph[vectors]`` (the ``usearch`` package: an HNSW graph in one file), the vector list asks
 an index beside the database for its nearest candidates, then reads those facts from SQLite
-and scores them exactly, as the exact list does (``search_lists._Scorer``): ranks and scores are
+and scores them exactly, as the exact list does (``fgraph.query.search.lists._Scorer``): ranks and scores are
 exact for the candidates, and whether the true top k are among them is the index's recall,
 measured by ``benchmarks/vector_index.py``. The format stays extension-free: the index is a
 derived file that can be deleted at any time.

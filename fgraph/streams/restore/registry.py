@@ -2,7 +2,7 @@
 proved to be the receipt's event, the duplicate checks (an event listed twice, an identity created twice, in the store or in one receipt) and
 their rows, which wait to be written together when SQLite cannot refuse them.
 
-A new name or gid is proved absent by a fixed Bloom filter (``restore_absent``) before any
+A new name or gid is proved absent by a fixed Bloom filter (``fgraph.streams.restore.absent``) before any
 registry query; names and gids of rows still waiting count as registered. Rows SQLite may refuse
 (an operation id, or a name or gid repeated within the receipt) are written at once, so SQLite
 refuses them at their own receipt, as a ``FormatError`` there (the published runtime's word).

@@ -8,7 +8,7 @@ retracted them (spec README decision 7). Any failure rolls everything back.
 
 The doctor that spec 05 §2.7 runs at the end is, given a ``reduced_check``, mostly
 not a second read: what it would check is proved as the records go by
-(``restore_proof``) or holds because restore wrote the rows itself; only the
+(``fgraph.streams.restore.proof``) or holds because restore wrote the rows itself; only the
 schema and shapes are checked at the end (``fgraph.ops.doctor.restored`` says which
 check is settled where). Whatever was not proved gets the full doctor, so outcomes
 and messages are the same either way.
@@ -61,7 +61,7 @@ class Restorer:
     def __init__(self, conn, reduced_check=None):
         self.conn = conn
         # With a reduced final check, what the final doctor would read again is proved as the
-        # records go by (``restore_proof``); without one, the full doctor runs at the end.
+        # records go by (``fgraph.streams.restore.proof``); without one, the full doctor runs at the end.
         self.reduced_check = reduced_check
         self.proof = Proof(conn) if reduced_check is not None else None
         self.cat = Catalog(conn)
@@ -100,7 +100,7 @@ class Restorer:
         error is raised only if the stream is otherwise well formed."""
         # The canonical bytes feed the digest and, for a fact, the proof (its [entity, attribute,
         # value, tag] is a slice of them); a record they cannot encode fails where it always did.
-        # ``encoded``, when given, is those bytes already (the line itself, ``restore_parse``).
+        # ``encoded``, when given, is those bytes already (the line itself, ``fgraph.streams.restore.parse``).
         if encoded is not None:
             self.encoded = encoded
         else:
@@ -346,7 +346,7 @@ def restore(conn, source, *, final_check, on_record=None, reduced_check=None) ->
     the line of the first contradicting fact.
 
     ``reduced_check`` (ops' ``fgraph.ops.doctor.restored``), when given, lets restore prove as the
-    stream goes by what the final doctor would read again (``restore_proof``): its ``before(conn)``
+    stream goes by what the final doctor would read again (``fgraph.streams.restore.proof``): its ``before(conn)``
     checks the pristine destination, its ``after(conn)`` the few set-wide rules left at the end,
     and ``final_check`` then runs only when something was not proved, to decide the outcome
     and its message exactly as without ``reduced_check``.
