@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from fgraph.core.constraints import TYPE_TAGS
 from fgraph.core.errors import SchemaError
 from fgraph.core.names import check_attribute_name
 
+if TYPE_CHECKING:
+    from fgraph.core.types import JSON, JSONObject
 
-def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory=None, dims=None, doc=None,
-                vector_model=None) -> dict:
+
+def declaration(attr: str, *, type: str | None = None, ref: bool = False, many: bool | None = None,
+                unique: bool | None = None, nohistory: bool | None = None, dims: int | None = None,
+                doc: str | None = None, vector_model: str | None = None) -> JSONObject:
     """The map that ``declare`` transacts (spec 03 §4)."""
     check_attribute_name(attr)
     if type is not None and type not in TYPE_TAGS:
         raise SchemaError(f"attribute {attr!r} has unknown type {type!r}",
                           "use one of " + ", ".join(sorted(TYPE_TAGS)))
-    data: dict = {"id": attr}
+    data: JSONObject = {"id": attr}
     if ref:
         if type is not None and type != "ref":
             raise SchemaError(f"--ref conflicts with type {type!r}", "declare either a ref or another type")
@@ -30,7 +37,8 @@ def declaration(attr, *, type=None, ref=False, many=None, unique=None, nohistory
     return data
 
 
-def shape_request(name, *, required=(), allowed=(), closed=False) -> list:
+def shape_request(name: str, *, required: Sequence[str] = (), allowed: Sequence[str] = (),
+                  closed: bool = False) -> list[JSON]:
     """The request that ``declare_shape`` transacts (spec 13 §13.1): retract the shape's three
     fields, then assert them again, so a repeat is a no-op and a change replaces the shape."""
     from fgraph.core.errors import Unsupported
@@ -41,7 +49,7 @@ def shape_request(name, *, required=(), allowed=(), closed=False) -> list:
     if type(name) is not str or name.startswith("fgraph/"):
         raise SchemaError(f"shape name {name!r} is not valid", "name the shape, e.g. shape/article")
     check_name(name, "shape name")
-    lists = {}
+    lists: dict[str, list[str]] = {}
     for key, raw in (("required", required), ("allowed", allowed)):
         if type(raw) not in (list, tuple) or not all(type(a) is str for a in raw):
             raise SchemaError(f"shape {key} must be an array of attribute names", f'pass {key}=["ns/attr"]')
@@ -52,7 +60,7 @@ def shape_request(name, *, required=(), allowed=(), closed=False) -> list:
         raise SchemaError(f"shape closed must be true or false, not {closed!r}", "pass closed=True or False")
     if closed:
         lists["allowed"] = sorted(set(lists["allowed"]) | set(lists["required"]))
-    data: dict = {"id": name, "fgraph/shape-closed": closed}
+    data: JSONObject = {"id": name, "fgraph/shape-closed": closed}
     if lists["required"]:
         data["fgraph/shape-required"] = [{"ref": a} for a in lists["required"]]
     if lists["allowed"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -14,6 +15,9 @@ from fgraph.core.limits import FIRST_APP_ID, GENESIS_TX  # noqa: F401 (re-export
 from fgraph.core.rows import Rows, event_hash
 from fgraph.core.values import TAG_BOOL, TAG_INSTANT, TAG_TEXT
 
+if TYPE_CHECKING:
+    from fgraph.core.types import JSONObject
+
 GENESIS_AT_FACT = 1   # the fact id of genesis' own fgraph/at (01 §8)
 A_AT, A_BY, A_SOURCE, A_META, A_MANY, A_UNIQUE, A_NOHISTORY, A_TYPE, A_DIMS, A_DOC = range(1, 11)
 A_EXCISED, A_UNDOES, A_IMPORTED_AT, A_VECTOR_MODEL = 11, 12, 13, 14
@@ -22,7 +26,7 @@ SYSTEM_MAX = 18
 
 
 @functools.cache
-def system_identities() -> tuple[dict, ...]:
+def system_identities() -> tuple[JSONObject, ...]:
     raw = schema.read_text("system-identities.json")
     return tuple(json.loads(raw)["identities"])
 

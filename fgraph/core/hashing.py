@@ -6,14 +6,19 @@ info``, ``get``, a query) never hash, so they do not pay for it (benchmarks/star
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def sha256(data: bytes = b""):
+if TYPE_CHECKING:
+    import hashlib
+
+
+def sha256(data: bytes = b"") -> hashlib._Hash:
     """A hashlib SHA-256 object fed ``data`` (``.update()`` and ``.digest()`` as usual)."""
     import hashlib
     return hashlib.sha256(data)
 
 
-def sha1(data: bytes = b""):
+def sha1(data: bytes = b"") -> hashlib._Hash:
     """A hashlib SHA-1 object fed ``data`` (name-based UUIDs, RFC 4122 version 5)."""
     import hashlib
     return hashlib.sha1(data)

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
 
 import apsw
 
 from fgraph import schema
 from fgraph.core.errors import FormatError
 from fgraph.core.limits import APPLICATION_ID, USER_VERSION
+
+if TYPE_CHECKING:
+    from fgraph.core.identity import Clock
+
+    # A row of ``sqlite_schema``: its type, name and sql (NULL for automatic indexes).
+    SchemaObject = tuple[str, str, str | None]
 
 FTS_SHADOW_TABLES = frozenset({
     "fgraph_fts_config", "fgraph_fts_content", "fgraph_fts_data",
@@ -52,9 +60,9 @@ def expected_objects() -> dict[str, tuple[str, str]]:
     scratch = apsw.Connection(":memory:")
     try:
         scratch.execute(ddl_text())
-        rows = scratch.execute(
+        rows = cast("list[tuple[str, str, str]]", scratch.execute(
             "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' AND sql IS NOT NULL"
-        ).fetchall()
+        ).fetchall())
     finally:
         scratch.close()
     return {name: (kind, _normalise(sql)) for kind, name, sql in rows if name not in FTS_SHADOW_TABLES}
@@ -79,16 +87,16 @@ def classify(conn: apsw.Connection, path: str) -> str:
     return FGRAPH
 
 
-def _read_markers(conn: apsw.Connection, path: str):
+def _read_markers(conn: apsw.Connection, path: str) -> tuple[int, int, list[SchemaObject]]:
     """The markers and the objects as of one instant: read apart, a genesis committed by another
     process between the reads looks like tables of another application (a lost first write)."""
     from fgraph.core.txn import read_transaction
 
     with read_transaction(conn):
         try:
-            app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
-            version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-            objects = conn.execute("SELECT type, name, sql FROM sqlite_schema").fetchall()
+            app_id = cast(int, conn.execute("PRAGMA application_id").fetchall()[0][0])
+            version = cast(int, conn.execute("PRAGMA user_version").fetchall()[0][0])
+            objects = cast("list[SchemaObject]", conn.execute("SELECT type, name, sql FROM sqlite_schema").fetchall())
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             raise _not_ours(path, f"not a SQLite database ({exc})",
                             "point --db at an fgraph file, or at a new path to create one") from None
@@ -97,7 +105,7 @@ def _read_markers(conn: apsw.Connection, path: str):
     return app_id, version, objects
 
 
-def validate_objects(objects, path: str) -> None:
+def validate_objects(objects: Iterable[SchemaObject], path: str) -> None:
     expected = expected_objects()
     seen = {}
     for kind, name, sql in objects:
@@ -129,7 +137,7 @@ def drop_tolerated(conn: apsw.Connection) -> None:
             conn.execute(f'DROP TABLE "{name}"')
 
 
-def initialize(conn: apsw.Connection, path: str, clock) -> None:
+def initialize(conn: apsw.Connection, path: str, clock: Clock | int | None) -> None:
     """Create the layout and genesis in one write transaction, unless another process won."""
     from fgraph.core import genesis
     from fgraph.core.identity import make_clock, read_clock

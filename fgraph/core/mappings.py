@@ -3,40 +3,44 @@ by attribute, compared with plain dicts, turned into a plain dict by ``to_dict()
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from fgraph.core.types import JSON
 
 
-class FrozenMapping(Mapping):
+class FrozenMapping(Mapping[str, Any]):
     """A read-only mapping over one dict, with attribute access and ``to_dict()``."""
 
     __slots__ = ("_data",)
 
-    def __init__(self, data: dict):
+    def __init__(self, data: dict[str, Any]) -> None:
         object.__setattr__(self, "_data", data)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         return self._data[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._data)
 
     def __len__(self) -> int:
         return len(self._data)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         try:
             return self._data[name]
         except KeyError:
             raise AttributeError(name) from None
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"a {type(self).__name__} is immutable")
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self._data.items())
         return f"{type(self).__name__}({fields})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self._data)
 
 
@@ -46,7 +50,7 @@ class TxReport(FrozenMapping):
     __slots__ = ()
 
 
-def plain(value):
+def plain(value: JSON) -> JSON:
     """``value`` with every FrozenMapping turned into a dict, for JSON output."""
     if isinstance(value, FrozenMapping):
         return {k: plain(v) for k, v in value.items()}

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    import apsw
 
 SCANNED = 500
 SUGGESTED = 3
@@ -20,23 +24,24 @@ def _like(text: str) -> str:
     return _LIKE_SPECIAL.sub(r"\\\1", text)
 
 
-def _names(conn, pattern: str, basis: int | None) -> list[tuple[int, str]]:
+def _names(conn: apsw.Connection, pattern: str, basis: int | None) -> list[tuple[int, str]]:
     visible = "" if basis is None else " AND created_tx <= ?"
     try:
-        return conn.execute(f"SELECT id, name FROM fgraph_ids WHERE name LIKE ? ESCAPE '\\'{visible} LIMIT ?",
-                            (pattern, *(() if basis is None else (basis,)), SCANNED)).fetchall()
+        return cast("list[tuple[int, str]]", conn.execute(  # the registry's id and name columns
+            f"SELECT id, name FROM fgraph_ids WHERE name LIKE ? ESCAPE '\\'{visible} LIMIT ?",
+            (pattern, *(() if basis is None else (basis,)), SCANNED)).fetchall())
     except UnicodeEncodeError:
         return []  # a lone surrogate cannot match a stored name
 
 
-def case_insensitive(conn, name: str, basis: int | None = None) -> int | None:
+def case_insensitive(conn: apsw.Connection, name: str, basis: int | None = None) -> int | None:
     """The id of the one visible name equal to ``name`` but for case; None if none or several."""
     folded = name.casefold()
     found = {i for i, stored in _names(conn, _like(name), basis) if stored.casefold() == folded}
     return found.pop() if len(found) == 1 else None
 
 
-def nearest(conn, name: str, basis: int | None = None) -> list[str]:
+def nearest(conn: apsw.Connection, name: str, basis: int | None = None) -> list[str]:
     """Up to three visible names close to ``name``: those holding one of its words, then those
     sharing its first letters, ranked by similarity."""
     words = sorted(re.findall(r"\w+", name), key=len, reverse=True)
@@ -50,7 +55,7 @@ def nearest(conn, name: str, basis: int | None = None) -> list[str]:
     return [folded[c] for c in close]
 
 
-def advice(conn, name: str, basis: int | None, fallback: str) -> str:
+def advice(conn: apsw.Connection, name: str, basis: int | None, fallback: str) -> str:
     """What to do next after ``name`` was not found: the nearest names, or ``fallback``."""
     names = nearest(conn, name, basis)
     if not names:

@@ -11,6 +11,8 @@ finding (``ops/doctor/payloads``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fgraph.core.errors import DAMAGE_ADVICE, FormatError
 from fgraph.core.hashing import sha256
 
@@ -22,7 +24,7 @@ def payload_bytes(column: str = "event_data") -> str:
     return f"CAST({column} AS BLOB)"
 
 
-def stored_text(data: bytes | None):
+def stored_text(data: bytes | None) -> str | bytes | None:
     """The payload decoded, None when redacted, or the bytes themselves when they are not UTF-8
     (for ``doctor``, which reports them instead of stopping)."""
     if data is None:
@@ -48,7 +50,8 @@ def damage(data: bytes, event_hash: bytes) -> str | None:
     return None
 
 
-def verified_text(tx: int, data: bytes | None, event_hash: bytes, event=None) -> str | None:
+def verified_text(tx: int, data: bytes | None, event_hash: bytes,
+                  event: str | Callable[[], str | None] | None = None) -> str | None:
     """The canonical text of transaction ``tx``'s stored event (None when redacted), or FormatError.
     ``event`` names it in the message: its UUID, or a function giving it (asked only on failure)."""
     if data is None:

@@ -17,11 +17,20 @@ after ``FGRAPH_REPLICA_TIMEOUT`` seconds.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, TypedDict
 
 import apsw
 
 from fgraph.core import layout, settings
 from fgraph.core.errors import FormatError, NotFound, ReadOnly, Unsupported
+
+if TYPE_CHECKING:
+    from fgraph.core.types import JSONObject
+
+    class _Opened(TypedDict, total=False):
+        """What the opening thread leaves behind: the connection, or the error that stopped it."""
+        conn: apsw.Connection
+        error: apsw.Error
 
 PREFIX = "litestream:"
 VFS_NAME = "litestream"
@@ -67,7 +76,8 @@ def extension_path() -> str:
         return configured
     try:
         import litestream_vfs
-        return litestream_vfs.loadable_path()
+        path: str = litestream_vfs.loadable_path()
+        return path
     except (ImportError, OSError) as exc:
         raise Unsupported(f"reading a Litestream replica needs the litestream-vfs extension ({exc})",
                           "pip install 'fgraph[litestream]', or set FGRAPH_LITESTREAM_VFS to the "
@@ -126,7 +136,7 @@ def connect_raw(path: str) -> apsw.Connection:
     target = uri(path)
     limit = timeout()
     load_extension()
-    outcome: dict = {}
+    outcome: _Opened = {}
 
     def open_it() -> None:
         try:
@@ -151,7 +161,7 @@ def connect_raw(path: str) -> apsw.Connection:
     return outcome["conn"]
 
 
-def position(conn: apsw.Connection) -> dict:
+def position(conn: apsw.Connection) -> JSONObject:
     """Where the replica stands: Litestream's transaction id, its view time, and seconds since its last poll."""
     txid, lag, at = conn.execute("SELECT litestream_txid(), litestream_lag(), litestream_time()").fetchall()[0]
     return {"litestream_txid": txid, "poll_lag_s": lag, "time": at}

@@ -19,9 +19,13 @@ the wide tables are where a large store's pages are:
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.core.values import INDIRECT_TAGS
+
+if TYPE_CHECKING:
+    import apsw
 
 APPLICATION_ID, FORMAT_VERSION = 1718055521, 2
 _BLOB_TAGS = ", ".join(str(t) for t in sorted(INDIRECT_TAGS))
@@ -31,10 +35,11 @@ _ATTRIBUTES_IN_USE = ("WITH RECURSIVE used(a) AS (SELECT min(a) FROM fgraph_fact
                       "FROM used WHERE used.a IS NOT NULL) ")
 
 
-def stats_at(conn, basis: int, path: str) -> dict:
+def stats_at(conn: apsw.Connection, basis: int, path: str) -> dict[str, int]:
     """The nine keys of spec 09 §6.1 at ``basis``, inside the caller's read transaction."""
-    def one(sql: str, *args) -> int:
-        return conn.execute(sql, args).fetchone()[0]
+    def one(sql: str, *args: int) -> int:
+        count: int = conn.execute(sql, args).fetchone()[0]  # type: ignore[index]  # count(*) always has a row
+        return count
 
     facts = one("SELECT count(*) FROM fgraph_facts INDEXED BY fgraph_txin WHERE tx <= ?", basis)
     retracted = one("SELECT count(*) FROM fgraph_facts INDEXED BY fgraph_txout WHERE rx <= ?", basis)
@@ -55,7 +60,7 @@ def stats_at(conn, basis: int, path: str) -> dict:
     }
 
 
-def _attributes(conn, basis: int) -> int:
+def _attributes(conn: apsw.Connection, basis: int) -> int:
     # a scan of the registry's names either way: its name index is no narrower than its rows
     rows = conn.execute("SELECT name FROM fgraph_ids WHERE created_tx <= ? AND name GLOB '*/*'", (basis,))
     return sum(1 for (name,) in rows if ATTRIBUTE_RE.match(name))

@@ -19,7 +19,7 @@ _DURATION = re.compile(r"(?:(\d{1,9})w)?(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9
 DURATION_HINT = "write a duration such as 90m, 24h, 7d or 1h30m (units w, d, h, m, s)"
 
 
-def duration_us(text) -> int | None:
+def duration_us(text: object) -> int | None:
     """Microseconds of a duration such as ``90m`` or ``1h30m``; None when ``text`` is not one."""
     if not isinstance(text, str) or not text or text[-1] not in _UNIT_US:
         return None
