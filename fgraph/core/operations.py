@@ -7,17 +7,65 @@ working set, the maps and the final state.
 
 from __future__ import annotations
 
+from itertools import count
+from typing import TYPE_CHECKING, Any, Literal, overload
+
 from fgraph.core import values
 from fgraph.core.errors import Conflict, NotFound, SchemaError, ValueTypeError
 from fgraph.core.genesis import (SYSTEM_MAX)
 from fgraph.core.names import ATTRIBUTE_RE
-from fgraph.core.selectors import NewIdent
+from fgraph.core.selectors import Handle, NewIdent, ValueKey
+from fgraph.core.types import JSON
+
+if TYPE_CHECKING:
+    from fgraph.core.catalog import Catalog
+    from fgraph.core.plan import Slot
+    from fgraph.core.values import Value
 
 
 class Operations:
     """``["assert" | "retract" | "cas", …]`` items, for ``Planner``."""
 
-    def op_assert(self, op: list) -> None:
+    if TYPE_CHECKING:  # what Planner, the class this one is a part of, provides
+        cat: Catalog
+        names: dict[str, NewIdent]
+        touched: set[Handle]
+        item: int
+        seq: count[int]
+        slots: dict[tuple[Handle, Handle], Slot]
+        tx: NewIdent
+        cas_slots: set[tuple[Handle, Handle]]
+        entity_retractions: dict[tuple[int, ValueKey], Handle | None]
+
+        @overload
+        def entity(self, sel: JSON, *, allocate: Literal[True], map_id: bool = False) -> Handle: ...
+        @overload
+        def entity(self, sel: JSON, *, allocate: bool, map_id: bool = False) -> Handle | None: ...
+        def entity(self, sel: JSON, *, allocate: bool, map_id: bool = False) -> Handle | None: ...
+
+        @overload
+        def attribute(self, name: JSON, *, allocate: Literal[True]) -> Handle: ...
+        @overload
+        def attribute(self, name: JSON, *, allocate: bool) -> Handle | None: ...
+        def attribute(self, name: JSON, *, allocate: bool) -> Handle | None: ...
+
+        @overload
+        def plain_value(self, raw: JSON, *, allocate: Literal[True], allow_missing: Literal[False] = False) -> Value: ...
+        @overload
+        def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: Literal[False] = False) -> Value | None: ...
+        @overload
+        def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: bool) -> Any: ...
+        def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: bool = False) -> Any: ...
+
+        def writable(self, e: Handle) -> None: ...
+        def slot(self, e: Handle, a: Handle) -> Slot: ...
+        def schema(self, a: Handle) -> dict[str, Any]: ...
+        def assert_value(self, e: Handle, a: Handle, raw: JSON) -> None: ...
+        def assert_fact(self, e: Handle, a: Handle, value: Value) -> None: ...
+        def check_type_now(self, e: Handle, a: Handle, value: Value, infer: bool = True) -> None: ...
+        def remove(self, slot: Slot, key: ValueKey, seq: int | None = None) -> None: ...
+
+    def op_assert(self, op: list[JSON]) -> None:
         if len(op) != 4:
             raise ValueTypeError(f"assert takes [\"assert\", e, a, v], got {len(op)} elements", "fix the arity")
         e = self.entity(op[1], allocate=True)
@@ -28,7 +76,7 @@ class Operations:
             raise ValueTypeError("an assert operation takes one value, not an array", "assert each value")
         self.assert_value(e, a, op[3])
 
-    def quiet(self, sel, attribute: bool = False):
+    def quiet(self, sel: JSON, attribute: bool = False) -> Handle | None:
         """Resolve for a retraction: unknown or unusable names are simply not there."""
         if isinstance(sel, str):
             if sel in self.names:
@@ -40,7 +88,7 @@ class Operations:
             raise ValueTypeError(f"attribute {sel!r} is not a name", "name the attribute to retract")
         return self.entity(sel, allocate=False)
 
-    def op_retract(self, op: list) -> None:
+    def op_retract(self, op: list[JSON]) -> None:
         if not 2 <= len(op) <= 4:
             raise ValueTypeError(f"retract takes 2 to 4 elements, got {len(op)}", 'use ["retract", e, a?, v?]')
         ref = op[3].get("ref") if len(op) == 4 and isinstance(op[3], dict) and len(op[3]) == 1 else None
@@ -51,7 +99,8 @@ class Operations:
         if e is None:
             return  # retracting through an unknown name changes nothing
         self.writable(e)
-        a = self.quiet(op[2], attribute=True) if len(op) >= 3 else None
+        # None only for a two-element retract, which does not use it
+        a: Handle = self.quiet(op[2], attribute=True) if len(op) >= 3 else None  # type: ignore[assignment]
         if len(op) >= 3 and a is None:
             return  # nor through an unknown attribute
         self.touched.add(e)
@@ -73,8 +122,10 @@ class Operations:
         self.check_type_now(e, a, value, infer=False)
         self.remove(self.slot(e, a), (value.t, value.v))
 
-    def retract_entity(self, e) -> None:
+    def retract_entity(self, e: Handle) -> None:
         """Every live fact of ``e`` and every live ref to it held by a domain entity."""
+        keys: list[ValueKey]
+        holder: Handle | None
         if isinstance(e, int):
             for a in self.cat.live_attributes(e):
                 self.slot(e, a)
@@ -97,7 +148,7 @@ class Operations:
                 self.remove(slot, key, seq=group)
                 self.entity_retractions[(id(slot), key)] = holder
 
-    def retraction_order(self, slot, key, seq: int) -> tuple:
+    def retraction_order(self, slot: Slot, key: ValueKey, seq: int) -> tuple[int, int, int]:
         """Sort key of a retracted fact (published behaviour, docs/format.md §retracted order).
 
         Facts follow the operations that removed them. The facts one ["retract", e] removes
@@ -111,7 +162,7 @@ class Operations:
         untouched = marker is not None and marker not in self.touched
         return (seq, 1 if untouched else 0, slot.live[key])
 
-    def op_cas(self, op: list) -> None:
+    def op_cas(self, op: list[JSON]) -> None:
         if len(op) != 5:
             raise ValueTypeError(f"cas takes [\"cas\", e, a, expected, desired], got {len(op)} elements",
                                  "fix the arity")

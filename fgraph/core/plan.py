@@ -12,6 +12,8 @@ part, by composition), names in names.py and the schema cache in schema_cache.py
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from typing import Any, Literal, Protocol, overload
 
 from fgraph.core import values
 from fgraph.core.catalog import Catalog
@@ -22,15 +24,26 @@ from fgraph.core.values import RefWire, Value
 from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.operations import Operations
-from fgraph.core.selectors import Identities, NewIdent  # noqa: F401 - NewIdent is part of the planner's interface
+from fgraph.core.selectors import Handle, Identities, NewIdent as NewIdent, ValueKey  # noqa: F401 - NewIdent is part of the planner's interface
+from fgraph.core.types import JSON
 
 OPERATIONS = ("assert", "retract", "cas")
 SCHEMA_ATTRS = frozenset({A_TYPE, A_MANY, A_UNIQUE, A_NOHISTORY, A_DIMS, A_VECTOR_MODEL})
 
 
-def nohistory_of(schema: dict) -> bool:
+def nohistory_of(schema: dict[str, Any]) -> bool:
     """Whether retracting a value of an attribute with this schema deletes it (vectors by default)."""
     return schema["nohistory"] == 1 or (schema["nohistory"] is None and schema["type"] == "vector")
+
+
+class Policy(Protocol):
+    """What a planner asks of its policy (``WritePolicy``, ``core.replay.ReplayPolicy``)."""
+
+    @property
+    def replaying(self) -> bool: ...
+
+    @property
+    def allocation_closed(self) -> bool: ...
 
 
 class WritePolicy:
@@ -47,8 +60,14 @@ DIRECT_WRITE = WritePolicy()
 class Slot:
     """The working values of one (entity, attribute) during planning, over its live rows."""
     __slots__ = ("e", "a", "live", "present", "removed", "items")
+    e: Handle
+    a: Handle
+    live: dict[ValueKey, int]
+    present: dict[ValueKey, tuple[Value, int]]
+    removed: dict[ValueKey, int]
+    items: set[int]
 
-    def __init__(self, e, a, live):
+    def __init__(self, e: Handle, a: Handle, live: dict[ValueKey, int]) -> None:
         self.e, self.a = e, a
         self.live = live            # key -> fact id (live rows before this transaction)
         self.present = {}           # key -> (Value, seq): the working values
@@ -56,7 +75,7 @@ class Slot:
         self.items = set()          # request items that touched this slot
 
     @classmethod
-    def over(cls, e, a, live: dict) -> "Slot":
+    def over(cls, e: Handle, a: Handle, live: dict[ValueKey, int]) -> "Slot":
         """A slot whose working values start as its live ones."""
         slot = cls(e, a, live)
         for k in live:
@@ -64,9 +83,9 @@ class Slot:
         return slot
 
 
-def read_live(cat: Catalog, e: int, a: int, fact_tx: dict) -> dict:
+def read_live(cat: Catalog, e: int, a: int, fact_tx: dict[int, int]) -> dict[ValueKey, int]:
     """key -> fact id of the live facts of (e, a); each fact's asserting tx goes into ``fact_tx``."""
-    live = {}
+    live: dict[ValueKey, int] = {}
     for fact_id, v, t, tx in cat.live_values(e, a):
         live[(t, v)] = fact_id
         fact_tx[fact_id] = tx
@@ -80,64 +99,67 @@ class Planner(Identities, Operations):
     (``core.replay.ReplayPolicy``: refs to transactions resolve normally, and once the record's
     created identities are allocated every further one is refused)."""
 
-    def __init__(self, catalog: Catalog, schema_cache: SchemaCache | None = None, policy=None):
+    def __init__(self, catalog: Catalog, schema_cache: SchemaCache | None = None, policy: Policy | None = None) -> None:
         self.cat = catalog
-        self.policy = policy if policy is not None else DIRECT_WRITE
+        self.policy: Policy = policy if policy is not None else DIRECT_WRITE
         self.constraints = Constraints(self)
         self.schema_cache = schema_cache if schema_cache is not None else SchemaCache()
-        self.slots: dict[tuple, Slot] = {}
+        self.slots: dict[tuple[Handle, Handle], Slot] = {}
         self.new: list[NewIdent] = []
         self.names: dict[str, NewIdent] = {}
-        self.resolved: dict[str, object] = {}   # name -> stored id or NewIdent, as resolved in this plan
+        self.resolved: dict[str, Handle] = {}   # name -> stored id or NewIdent, as resolved in this plan
         self.tmps: dict[str, NewIdent] = {}
-        self.eid_overrides: dict[str, object] = {}   # apply: source eids -> local handles
-        self.owners: dict[tuple, list] = {}     # (a, key) -> entities that gained that value
+        self.eid_overrides: dict[str, Handle] = {}   # apply: source eids -> local handles
+        self.owners: dict[tuple[Handle, ValueKey], list[Handle]] = {}     # (a, key) -> entities that gained that value
         self.seq = itertools.count()
         self.tx = NewIdent("tx", None)
-        self.cas_slots: set[tuple] = set()
+        self.cas_slots: set[tuple[Handle, Handle]] = set()
         self.item = 0
         self.dirty: dict[int, Slot] = {}        # slots whose working values changed
         self.fact_tx: dict[int, int] = {}       # live fact id -> asserting tx, as loaded
-        self._schemas: dict[object, dict] = {}  # attribute handle -> schema, until a schema fact moves
-        self._schema_moved: set = set()          # attributes whose schema facts this plan touched
-        self.touched: set = set()               # entities that are the subject of some item of the request
-        self.double_assertions: list = []       # slots that got a second pending value (judged in finish)
-        self._stored_dims: dict = {}            # attribute -> dimension of its stored vectors, see stored_dims
-        self.entity_retractions: dict = {}      # (id(slot), key) -> holder (None: own fact) of ["retract", e]
+        self._schemas: dict[Handle, dict[str, Any]] = {}  # attribute handle -> schema, until a schema fact moves
+        self._schema_moved: set[Handle] = set()          # attributes whose schema facts this plan touched
+        self.touched: set[Handle] = set()               # entities that are the subject of some item of the request
+        self.double_assertions: list[Slot] = []       # slots that got a second pending value (judged in finish)
+        self._stored_dims: dict[int, int | None] = {}            # attribute -> dimension of its stored vectors, see stored_dims
+        self.entity_retractions: dict[tuple[int, ValueKey], Handle | None] = {}      # (id(slot), key) -> holder (None: own fact) of ["retract", e]
 
     # -- schema -----------------------------------------------------------------
-    def slot(self, e, a) -> Slot:
+    def slot(self, e: Handle, a: Handle) -> Slot:
         key = (e, a)
         found = self.slots.get(key)
         if found is None:
-            live = {}
+            live: dict[ValueKey, int] = {}
             if isinstance(e, int) and isinstance(a, int):
-                cached = self.schema_cache.rows.get(key) if a in SCHEMA_ATTRS else None
+                # key is (e, a), both ints here: mypy does not narrow a tuple built before the check
+                cached = self.schema_cache.rows.get(key) if a in SCHEMA_ATTRS else None  # type: ignore[arg-type]
                 if cached is not None:
                     live = dict(cached)
                 else:
                     live = read_live(self.cat, e, a, self.fact_tx)
                     if a in SCHEMA_ATTRS:
-                        self.schema_cache.rows[key] = dict(live)
+                        self.schema_cache.rows[key] = dict(live)  # type: ignore[index]  # as above
             found = self.slots[key] = Slot.over(e, a, live)
         return found
 
-    def _one(self, e, a):
+    def present_value(self, e: Handle, a: Handle) -> Any:
+        """The value (e, a) holds as planned so far, one of them for a many attribute; None when it has none."""
         present = self.slot(e, a).present
         return next(iter(present.values()))[0].v if present else None
 
-    def schema(self, a) -> dict:
+    def schema(self, a: Handle) -> dict[str, Any]:
         """The attribute's schema summary; shared across transactions while its schema facts stand."""
         found = self._schemas.get(a)
         if found is None:
             shared = isinstance(a, int) and a not in self._schema_moved
-            found = self.schema_cache.schemas.get(a) if shared else None
+            # shared implies an int a: mypy does not narrow through the flag
+            found = self.schema_cache.schemas.get(a) if shared else None  # type: ignore[arg-type]
             if found is None:
-                found = {"type": self._one(a, A_TYPE), "many": self._one(a, A_MANY) == 1,
-                         "unique": self._one(a, A_UNIQUE) == 1, "nohistory": self._one(a, A_NOHISTORY),
-                         "dims": self._one(a, A_DIMS)}
+                found = {"type": self.present_value(a, A_TYPE), "many": self.present_value(a, A_MANY) == 1,
+                         "unique": self.present_value(a, A_UNIQUE) == 1,
+                         "nohistory": self.present_value(a, A_NOHISTORY), "dims": self.present_value(a, A_DIMS)}
                 if shared:
-                    self.schema_cache.schemas[a] = found
+                    self.schema_cache.schemas[a] = found  # type: ignore[index]  # as above
             self._schemas[a] = found
         return found
 
@@ -147,11 +169,18 @@ class Planner(Identities, Operations):
             self._schemas.pop(slot.e, None)
             self._schema_moved.add(slot.e)
 
-    def nohistory(self, a) -> bool:
+    def nohistory(self, a: Handle) -> bool:
         return nohistory_of(self.schema(a))
 
     # -- values -----------------------------------------------------------------
-    def plain_value(self, raw, *, allocate: bool, allow_missing: bool = False):
+    @overload
+    def plain_value(self, raw: JSON, *, allocate: Literal[True], allow_missing: Literal[False] = False) -> Value: ...
+    @overload
+    def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: Literal[False] = False) -> Value | None: ...
+    @overload   # a Value, values.MISSING or None (an identity check that mypy cannot narrow by)
+    def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: bool) -> Any: ...
+
+    def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: bool = False) -> Any:
         """A Value (refs resolved to handles); None for an unknown ref when not allocating."""
         wire = values.from_wire(raw, allow_missing=allow_missing)
         if isinstance(wire, RefWire):
@@ -165,10 +194,11 @@ class Planner(Identities, Operations):
             return Value(0, target, None)
         return wire
 
-    def attribute_label(self, a) -> str:
-        return a.key if isinstance(a, NewIdent) else (self.cat.name_of(a) or str(a))
+    def attribute_label(self, a: Handle) -> str:
+        # an attribute's placeholder is a name's, so it has its key
+        return a.key if isinstance(a, NewIdent) else (self.cat.name_of(a) or str(a))  # type: ignore[return-value]
 
-    def check_type_now(self, e, a, value: Value, infer: bool = True) -> None:
+    def check_type_now(self, e: Handle, a: Handle, value: Value, infer: bool = True) -> None:
         s = self.schema(a)
         declared = s["type"]
         if declared is None and value.t == values.TAG_VECTOR and infer:
@@ -180,7 +210,7 @@ class Planner(Identities, Operations):
                 f"attribute {self.attribute_label(a)!r} requires {declared}, but {shown!r} is "
                 f"{values.logical_name(value.t)}", "write a value of that type or change its declaration")
         if value.t == values.TAG_VECTOR and infer:
-            length = len(value.blob) // 4
+            length = len(value.blob) // 4  # type: ignore[arg-type]  # a vector's blob is its packed bytes
             stored = self.stored_dims(a) if s["dims"] is None else None
             if s["dims"] is None and stored is None:
                 self.assert_fact(a, A_DIMS, Value(values.TAG_INT, length, None))
@@ -194,7 +224,7 @@ class Planner(Identities, Operations):
                     f"attribute {self.attribute_label(a)!r} holds {s['dims']}-dimensional vectors, not {length}",
                     "pass a vector of the declared dimension")
 
-    def stored_dims(self, a):
+    def stored_dims(self, a: Handle) -> int | None:
         """The dimension of the first vector stored for ``a`` (live or not), None if there is none."""
         if not isinstance(a, int):
             return None
@@ -206,7 +236,7 @@ class Planner(Identities, Operations):
         return self._stored_dims[a]
 
     # -- working set ------------------------------------------------------------
-    def assert_fact(self, e, a, value: Value) -> None:
+    def assert_fact(self, e: Handle, a: Handle, value: Value) -> None:
         slot = self.slot(e, a)
         slot.items.add(self.item)
         key = (value.t, value.v)
@@ -223,7 +253,7 @@ class Planner(Identities, Operations):
         self._touched(slot)
         self.owners.setdefault((a, key), []).append(e)
 
-    def remove(self, slot: Slot, key, seq: int | None = None) -> None:
+    def remove(self, slot: Slot, key: ValueKey, seq: int | None = None) -> None:
         slot.items.add(self.item)
         if key in slot.present:
             del slot.present[key]
@@ -231,14 +261,14 @@ class Planner(Identities, Operations):
             if key in slot.live:
                 slot.removed[key] = next(self.seq) if seq is None else seq
 
-    def basis_owner(self, a, key):
+    def basis_owner(self, a: Handle, key: ValueKey) -> int | None:
         """The entity that held the unique value when the transaction began."""
         if isinstance(a, int) and not isinstance(key[1], NewIdent):
             for e in self.cat.live_owners(a, key[1], key[0]):
                 return e
         return None
 
-    def unique_owner(self, a, key):
+    def unique_owner(self, a: Handle, key: ValueKey) -> Handle | None:
         """Who holds a unique value for upserts and pinned maps (published behaviour): the
         basis owner even if this request retracted the value, else the first entity the
         request gave it to, even if the request retracted it again."""
@@ -248,7 +278,7 @@ class Planner(Identities, Operations):
         found = self.owners.get((a, key))
         return found[0] if found else None
 
-    def unique_owners(self, m: dict):
+    def unique_owners(self, m: dict[str, JSON]) -> Iterator[tuple[str, JSON, Handle | None]]:
         """(key, raw value, owner) for every unique value of a map, in key order (owner may be None)."""
         for key in sorted(k for k in m if k != "id"):
             if not isinstance(key, str) or not ATTRIBUTE_RE.match(key):
@@ -262,7 +292,7 @@ class Planner(Identities, Operations):
                 value = self.plain_value(raw, allocate=False)
                 yield key, raw, None if value is None else self.unique_owner(a, (value.t, value.v))
 
-    def check_pinned(self, entity, m: dict) -> None:
+    def check_pinned(self, entity: Handle, m: dict[str, JSON]) -> None:
         """A map whose id pins an entity while one of its unique values belongs to another
         entity is a Conflict, raised before the map's values are planned."""
         for key, raw, owner in self.unique_owners(m):
@@ -271,7 +301,7 @@ class Planner(Identities, Operations):
                                f"{key} value {raw!r}", "omit the id to upsert onto the owner, or change the value")
 
     # -- request items ----------------------------------------------------------
-    def plan_data(self, data) -> None:
+    def plan_data(self, data: JSON) -> None:
         if isinstance(data, list) and data and isinstance(data[0], str) and data[0] in OPERATIONS:
             self.plan_item(data)
             return
@@ -282,7 +312,7 @@ class Planner(Identities, Operations):
             self.item += 1
             self.plan_item(item)
 
-    def plan_item(self, item) -> None:
+    def plan_item(self, item: JSON) -> None:
         if isinstance(item, dict):
             self.plan_map(item)
         elif isinstance(item, list) and item and isinstance(item[0], str) and item[0] in OPERATIONS:
@@ -292,7 +322,7 @@ class Planner(Identities, Operations):
             raise ValueTypeError(f"transaction item {shown!r} is neither a map nor an operation",
                                  'use {"id": ..., "ns/attr": value} or ["assert"|"retract"|"cas", ...]')
 
-    def plan_map(self, m: dict, entity=None):
+    def plan_map(self, m: dict[str, JSON], entity: Handle | None = None) -> Handle:
         if entity is None:
             if "id" in m:
                 entity = self.entity(m["id"], allocate=True, map_id=True)
@@ -314,14 +344,14 @@ class Planner(Identities, Operations):
                 self.assert_value(entity, a, raw)
         return entity
 
-    def upsert_target(self, m: dict):
+    def upsert_target(self, m: dict[str, JSON]) -> Handle | None:
         """The entity a map without id upserts onto: the owner of its first unique value that has one."""
         for _, _, owner in self.unique_owners(m):
             if owner is not None:
                 return owner
         return None
 
-    def assert_value(self, e, a, raw) -> None:
+    def assert_value(self, e: Handle, a: Handle, raw: JSON) -> None:
         if values.is_entity_map(raw):
             if self.schema(a)["type"] != "ref":
                 raise ValueTypeError(
@@ -333,7 +363,7 @@ class Planner(Identities, Operations):
         self.check_type_now(e, a, value)
         self.assert_fact(e, a, value)
 
-    def plan_tx_facts(self, tx_map: dict) -> None:
+    def plan_tx_facts(self, tx_map: dict[str, JSON]) -> None:
         self.item += 1
         self.plan_map(tx_map, entity=self.tx)
 
@@ -349,7 +379,7 @@ class Planner(Identities, Operations):
                 raise Conflict(f"two values for cardinality-one attribute {self.attribute_label(slot.a)!r} "
                                "in one transaction", "keep one value, or declare the attribute --many")
         self.replace_on_cardinality_one()
-        changed = [slot for slot in self.dirty.values() if self._changed(slot)]
+        changed = [slot for slot in self.dirty.values() if self.slot_changed(slot)]
         changed_schema = {id(slot.e): slot.e for slot in changed if slot.a in SCHEMA_ATTRS}
         self.schema_changed = bool(changed_schema) or any(slot.a == A_SHAPE for slot in changed)
         for a in changed_schema.values():
@@ -390,7 +420,8 @@ class Planner(Identities, Operations):
                     self.remove(slot, key, seq=seq)
 
     @staticmethod
-    def _changed(slot: Slot) -> bool:
+    def slot_changed(slot: Slot) -> bool:
+        """Whether the plan asserts or retracts anything in ``slot``."""
         return any(k not in slot.live for k in slot.present) or any(k not in slot.present for k in slot.live)
 
 
@@ -399,7 +430,8 @@ class Delta:
 
     __slots__ = ("asserted", "retracted", "new")
 
-    def __init__(self, asserted, retracted, new):
+    def __init__(self, asserted: list[tuple[Handle, Handle, Value]],
+                 retracted: list[tuple[Handle, Handle, Value, int]], new: list[NewIdent]) -> None:
         self.asserted = asserted      # (e, a, Value) with handles
         self.retracted = retracted    # (e, a, Value, fact id)
         self.new = new                # NewIdent in allocation order (the tx excluded)

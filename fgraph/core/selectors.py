@@ -7,28 +7,67 @@ so plan.py holds the working set and the request items.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
+
 from fgraph.core import values
 from fgraph.core.constraints import TYPE_TAGS
 from fgraph.core.errors import NotFound, SchemaError, Unsupported, ValueTypeError
 from fgraph.core.genesis import (A_TYPE, A_UNIQUE, SYSTEM_MAX, system_names)
 from fgraph.core.limits import INT64_MAX, INT64_MIN
 from fgraph.core.names import check_attribute_name, check_name
+from fgraph.core.types import JSON
+
+if TYPE_CHECKING:
+    from fgraph.core.catalog import Catalog
+    from fgraph.core.plan import Policy, Slot
+    from fgraph.core.values import Value
 
 
 class NewIdent:
     """A placeholder for an identity this transaction allocates."""
 
     __slots__ = ("kind", "key", "id", "gid")
+    kind: str
+    key: str | None
+    id: int | None      # the id it gets at commit
+    gid: bytes | None   # the gid it gets at commit, when known before (an applied event's created list)
 
-    def __init__(self, kind: str, key: str | None):
+    def __init__(self, kind: str, key: str | None) -> None:
         self.kind, self.key, self.id, self.gid = kind, key, None, None
 
     def __repr__(self) -> str:
         return f"NewIdent({self.kind}, {self.key!r}, id={self.id})"
 
 
+# An entity or attribute as a plan holds it: a stored id, or the placeholder of one it allocates.
+Handle: TypeAlias = int | NewIdent
+# A working value's key in a slot: its tag and column value (a ref to a new identity: its NewIdent).
+ValueKey: TypeAlias = tuple[int, Any]
+
+
 class Identities:
     """Resolving selectors to stored ids or ``NewIdent`` placeholders, for ``Planner``."""
+
+    if TYPE_CHECKING:  # what Planner, the class this one is a part of, provides
+        cat: Catalog
+        policy: Policy
+        new: list[NewIdent]
+        names: dict[str, NewIdent]
+        tmps: dict[str, NewIdent]
+        resolved: dict[str, Handle]
+        eid_overrides: dict[str, Handle]
+
+        def slot(self, e: Handle, a: Handle) -> Slot: ...
+
+        @overload
+        def plain_value(self, raw: JSON, *, allocate: Literal[True], allow_missing: Literal[False] = False) -> Value: ...
+        @overload
+        def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: Literal[False] = False) -> Value | None: ...
+        @overload
+        def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: bool) -> Any: ...
+        def plain_value(self, raw: JSON, *, allocate: bool, allow_missing: bool = False) -> Any: ...
+
+        def basis_owner(self, a: Handle, key: ValueKey) -> int | None: ...
 
     def _allocate(self, kind: str, key: str | None) -> NewIdent:
         if self.policy.allocation_closed:
@@ -37,9 +76,9 @@ class Identities:
         ident = NewIdent(kind, key)
         self.new.append(ident)
         if kind == "name":
-            self.names[key] = ident
+            self.names[key] = ident  # type: ignore[index]  # a name's placeholder always has its key
         elif kind == "tmp":
-            self.tmps[key] = ident
+            self.tmps[key] = ident  # type: ignore[index]  # and so has a tmp's
         return ident
 
     def allocate_listed(self, eid: str) -> NewIdent:
@@ -49,7 +88,12 @@ class Identities:
         ident.gid = uuid_to_gid(eid)
         return ident
 
-    def named(self, name: str, allocate: bool):
+    @overload
+    def named(self, name: str, allocate: Literal[True]) -> Handle: ...
+    @overload
+    def named(self, name: str, allocate: bool) -> Handle | None: ...
+
+    def named(self, name: str, allocate: bool) -> Handle | None:
         found = self.resolved.get(name)
         if found is not None:
             return found
@@ -63,7 +107,12 @@ class Identities:
         self.resolved[name] = found
         return found
 
-    def entity(self, sel, *, allocate: bool, map_id: bool = False):
+    @overload
+    def entity(self, sel: JSON, *, allocate: Literal[True], map_id: bool = False) -> Handle: ...
+    @overload
+    def entity(self, sel: JSON, *, allocate: bool, map_id: bool = False) -> Handle | None: ...
+
+    def entity(self, sel: JSON, *, allocate: bool, map_id: bool = False) -> Handle | None:
         """Resolve an entity selector; None when unknown and not allocating."""
         if isinstance(sel, bool):
             raise ValueTypeError(f"entity selector {sel!r} is not valid", "use a name, id, lookup or tmp")
@@ -91,7 +140,7 @@ class Identities:
         raise ValueTypeError(f"entity selector {sel!r} is not valid",
                              'use a name, a positive id, ["attr", value], {"tmp": "t"} or {"eid": "uuid"}')
 
-    def eid(self, text):
+    def eid(self, text: JSON) -> Handle:
         from fgraph.core.identity import check_event_uuid, uuid_to_gid
         check_event_uuid(text, "eid")
         if text in self.eid_overrides:
@@ -104,7 +153,7 @@ class Identities:
             raise NotFound(f"no identity has eid {text}", "use an eid printed by tail, snapshot or get")
         return found
 
-    def lookup(self, sel: list):
+    def lookup(self, sel: list[JSON]) -> int:
         if len(sel) != 2:
             raise ValueTypeError(f"lookup {sel!r} must be [attribute, value]", 'write ["user/email", "a@b"]')
         name, raw = sel
@@ -128,10 +177,15 @@ class Identities:
             raise NotFound(f"no entity has {name} = {raw!r}", "check the value or create the entity first")
         return owner
 
-    def attribute(self, name, *, allocate: bool):
+    @overload
+    def attribute(self, name: JSON, *, allocate: Literal[True]) -> Handle: ...
+    @overload
+    def attribute(self, name: JSON, *, allocate: bool) -> Handle | None: ...
+
+    def attribute(self, name: JSON, *, allocate: bool) -> Handle | None:
         return self.named(check_attribute_name(name), allocate)
 
-    def writable(self, e) -> None:
+    def writable(self, e: Handle) -> None:
         # A transaction is registered by its event UUID, never by a name: named ids need no lookup.
         if isinstance(e, int) and (e <= SYSTEM_MAX or (self.cat.name_of(e) is None and self.cat.is_transaction(e))):
             what = "a system identity" if e <= SYSTEM_MAX else "a transaction"

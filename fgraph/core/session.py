@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+import apsw
+
 from fgraph.core.catalog import Catalog, IdentityCache
 from fgraph.core.overlay import BufferedRows, Overlay, OverlayCatalog
 from fgraph.core.rows import Rows
@@ -22,7 +24,7 @@ from fgraph.core.schema_cache import SchemaCache
 class WriteSession:
     """The connection, clock, event factory and caches one database's writes share."""
 
-    conn: object
+    conn: apsw.Connection
     clock: Callable[[], int]
     event_factory: Callable[[int], str]
     schema_cache: SchemaCache = field(default_factory=SchemaCache)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Protocol
 
 import apsw
 
@@ -38,6 +39,12 @@ class WriteTransaction:
         self.discarded = True
 
 
+class Cache(Protocol):
+    """What a transaction clears when it rolls back: a cache that may have learned rows now gone."""
+
+    def clear(self) -> None: ...
+
+
 _SPECULATING: set[int] = set()
 
 
@@ -46,7 +53,7 @@ def is_speculating(conn: apsw.Connection) -> bool:
 
 
 @contextlib.contextmanager
-def speculation(conn: apsw.Connection, *caches) -> Iterator[None]:
+def speculation(conn: apsw.Connection, *caches: Cache) -> Iterator[None]:
     """``speculate()`` (spec 13 §15): one deferred transaction that is always rolled back. Writes
     inside it run as savepoints, so they plan, allocate and report as if they committed; the first
     of them takes the write lock (a busy writer elsewhere makes it wait, then ``Conflict``)."""
@@ -65,7 +72,7 @@ def speculation(conn: apsw.Connection, *caches) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _savepoint(conn: apsw.Connection, caches) -> Iterator[WriteTransaction]:
+def _savepoint(conn: apsw.Connection, caches: tuple[Cache, ...]) -> Iterator[WriteTransaction]:
     try:
         conn.execute("SAVEPOINT fgraph_write")
         Rows(conn).take_write_lock()
@@ -87,7 +94,7 @@ def _savepoint(conn: apsw.Connection, caches) -> Iterator[WriteTransaction]:
 
 
 @contextlib.contextmanager
-def step(conn: apsw.Connection, *caches) -> Iterator[None]:
+def step(conn: apsw.Connection, *caches: Cache) -> Iterator[None]:
     """One step inside an open write transaction that may fail alone (``apply --dry-run`` counts a
     conflicting event and goes on): on any exception the step's writes are rolled back, the caches
     cleared (they may hold rows the step registered), and the exception goes on to the caller."""
@@ -105,7 +112,7 @@ def step(conn: apsw.Connection, *caches) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def write_transaction(conn: apsw.Connection, *caches) -> Iterator[WriteTransaction]:
+def write_transaction(conn: apsw.Connection, *caches: Cache) -> Iterator[WriteTransaction]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``; ROLLBACK (and ``cache.clear()``) on any exception.
     Inside a speculation, a savepoint instead."""
     if is_speculating(conn):

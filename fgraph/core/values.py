@@ -19,10 +19,10 @@ import struct
 import sys
 from array import array
 from datetime import date
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from fgraph.core.hashing import sha256
-from .canonical import INT64_MAX, INT64_MIN, _int_text, short_repr, MAX_JSON_VALUE_DEPTH, dumps_bytes, exceeds_depth, loads
+from .canonical import INT64_MAX, INT64_MIN, int_text, short_repr, MAX_JSON_VALUE_DEPTH, dumps_bytes, exceeds_depth, loads
 from .errors import FormatError, TooLarge, ValueTypeError
 from fgraph.core.limits import INSTANT_MAX, INSTANT_MIN, MAX_VALUE_BYTES
 
@@ -54,7 +54,7 @@ class Value(NamedTuple):
 
     """A stored value: its tag ``t``, its column value ``v`` and, for indirect tags, the blob."""
     t: int
-    v: int | float | str | bytes
+    v: Any   # int | float | str | bytes; while a plan is made, a ref to a new identity holds its NewIdent
     blob: str | bytes | None = None
 
     @property
@@ -134,7 +134,7 @@ def bytes_value(b: bytes) -> Value:
 def _int_value(i: int) -> Value:
     if INT64_MIN <= i <= INT64_MAX:
         return Value(TAG_INT, i, None)
-    raise ValueTypeError(f"integer {_int_text(i)} is outside the signed 64-bit range", "store it as text")
+    raise ValueTypeError(f"integer {int_text(i)} is outside the signed 64-bit range", "store it as text")
 
 
 def _float_value(x: float) -> Value:

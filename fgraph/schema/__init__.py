@@ -7,4 +7,6 @@ def read_text(name: str) -> str:
     """One of this package's data files, through its loader (a plain file, or a zip member).
 
     pkgutil.get_data does the same but imports importlib.util, about 3 ms of every start."""
-    return __loader__.get_data(os.path.join(os.path.dirname(__file__), name)).decode("utf-8")
+    # A module's __loader__ global is set by the import system; mypy knows only __file__ and the like.
+    data: bytes = __loader__.get_data(os.path.join(os.path.dirname(__file__), name))  # type: ignore[name-defined]
+    return data.decode("utf-8")
