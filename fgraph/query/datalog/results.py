@@ -1,6 +1,6 @@
-"""From distinct bindings to rows (spec 12 §6.2–§6.5): order, aggregate, render, drop
-duplicate renderings, then offset and limit. Reads the final relation once, in first-seen
-order; only the result itself is held in memory.
+"""What a query's rows are made of (spec 12 §6.2–§6.4): the ``Result`` mapping, the ``Renderer``
+of stored values, the order of rendered values (``sort_key``) and the aggregates with their
+``Accumulator``; ``shaping`` puts them together, from distinct bindings to rows.
 """
 
 from __future__ import annotations
