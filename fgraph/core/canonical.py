@@ -24,11 +24,15 @@ from __future__ import annotations
 import json
 import reprlib
 from json.encoder import encode_basestring
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
 from .errors import TooLarge, ValueTypeError
 from fgraph.core.limits import INT64_MAX, INT64_MIN
+
+if TYPE_CHECKING:
+    from fgraph.core.types import JSON
 
 MAX_DOCUMENT_DEPTH = 80
 MAX_JSON_VALUE_DEPTH = 64
@@ -55,8 +59,8 @@ def format_float(x: float) -> str:
         # Not integral here (integral floats >= 2**63 always repr with "e"); repr
         # prints plain digits only for 1e-4 <= |x| < 1e16, which is canonical.
         return r if x > 0 else "-" + r
-    mant, _, exp = r.partition("e")
-    exp = int(exp) if exp else 0
+    mant, _, exp_text = r.partition("e")
+    exp = int(exp_text) if exp_text else 0
     ip, _, fp = mant.partition(".")
     digits = (ip + fp).lstrip("0")
     point = (len(ip) + exp) if ip != "0" else exp - (len(fp) - len(fp.lstrip("0")))
@@ -77,7 +81,7 @@ def format_float(x: float) -> str:
 
 # --------------------------------------------------------------------- dumps
 
-def _scan(o) -> int:
+def _scan(o: Any) -> int:
     """0: orjson can encode it as is; 1: contains floats; 2: needs the slow path."""
     t = type(o)
     if t is dict:
@@ -119,11 +123,11 @@ def _scan(o) -> int:
 _NESTED = (float, dict, list, tuple)
 
 
-def _fragments(o):
+def _fragments(o: Any) -> JSON:
     """Copy of a scanned document with every float replaced by its canonical text."""
     t = type(o)
     if t is float:
-        return _Fragment(format_float(o))
+        return _Fragment(format_float(o))  # type: ignore[misc]  # called only when _Fragment is set (dumps_bytes)
     # Leaves other than floats are kept as they are without a call each (most of a document).
     if t is dict:
         return {k: _fragments(v) if type(v) in _NESTED else v for k, v in o.items()}
@@ -136,7 +140,7 @@ _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 60
 
 
-def short_repr(x) -> str:
+def short_repr(x: object) -> str:
     """A bounded repr for error messages (huge ints and containers included)."""
     try:
         return _REPR.repr(x)
@@ -144,14 +148,15 @@ def short_repr(x) -> str:
         return f"<{type(x).__name__}>"
 
 
-def _int_text(i: int) -> str:
+def int_text(i: int) -> str:
+    """An integer for an error message: its digits, or its size when Python refuses to print that many."""
     try:
         return int.__repr__(i)
     except ValueError:  # more digits than Python prints
         return f"of {i.bit_length()} bits"
 
 
-def _enc(o) -> str:
+def _enc(o: object) -> str:
     """The slow, authoritative encoder (also normalizes subclasses of the JSON types)."""
     if o is None:
         return "null"
@@ -164,7 +169,7 @@ def _enc(o) -> str:
     if isinstance(o, int):
         if INT64_MIN <= o <= INT64_MAX:
             return int.__repr__(o)
-        raise ValueTypeError(f"integer {_int_text(o)} is outside the signed 64-bit range",
+        raise ValueTypeError(f"integer {int_text(o)} is outside the signed 64-bit range",
                              "store it as text (or as a float if precision may be lost)")
     if isinstance(o, float):
         return format_float(float(o))
@@ -181,7 +186,7 @@ def _enc(o) -> str:
                          "(wrap bytes as {\"bytes\": base64})")
 
 
-def _slow_dumps(obj) -> bytes:
+def _slow_dumps(obj: object) -> bytes:
     try:
         text = _enc(obj)
     except RecursionError:
@@ -195,7 +200,7 @@ def _slow_dumps(obj) -> bytes:
             f"{text[exc.start:exc.end]!r}", "remove unpaired surrogate code points") from None
 
 
-def dumps_bytes(obj) -> bytes:
+def dumps_bytes(obj: object) -> bytes:
     """Canonical JSON of ``obj`` as UTF-8 bytes (02 §4); ValueTypeError if not encodable."""
     try:
         kind = _scan(obj)
@@ -214,17 +219,17 @@ def dumps_bytes(obj) -> bytes:
     return _slow_dumps(obj)
 
 
-def dumps(obj) -> str:
+def dumps(obj: object) -> str:
     """Canonical JSON of ``obj`` as text (02 §4); ValueTypeError if not encodable."""
     return dumps_bytes(obj).decode("utf-8")
 
 
 # --------------------------------------------------------------------- loads
 
-def _pairs(pairs):
+def _pairs(pairs: list[tuple[str, JSON]]) -> dict[str, JSON]:
     d = dict(pairs)
     if len(d) != len(pairs):
-        seen = set()
+        seen: set[str] = set()
         for k, _ in pairs:
             if k in seen:
                 raise ValueTypeError(
@@ -234,7 +239,7 @@ def _pairs(pairs):
     return d
 
 
-def _reject_constant(name):
+def _reject_constant(name: str) -> NoReturn:
     raise ValueTypeError(f"JSON contains the non-finite number {name}",
                          "use a finite JSON number")
 
@@ -245,7 +250,7 @@ _WSB = b" \t\n\r"
 _MISS = object()
 
 
-def _strict(s: str):
+def _strict(s: str) -> JSON:
     try:
         return _DECODER.decode(s)
     except json.JSONDecodeError as exc:
@@ -265,7 +270,7 @@ def _strict(s: str):
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _deeper_than(v, limit: int) -> bool:
+def _deeper_than(v: object, limit: int) -> bool:
     if isinstance(v, dict):
         v = v.values()
     elif not isinstance(v, (list, tuple)):
@@ -279,7 +284,7 @@ def _deeper_than(v, limit: int) -> bool:
     return False
 
 
-def exceeds_depth(value, limit: int) -> bool:
+def exceeds_depth(value: object, limit: int) -> bool:
     """True when ``value`` has more than ``limit`` nested arrays/objects."""
     if limit >= MAX_DOCUMENT_DEPTH // 2:
         # Indented orjson output puts a member inside k containers at 2k spaces,
@@ -297,8 +302,10 @@ def _too_deep() -> TooLarge:
                     "flatten deeply nested arrays and objects")
 
 
-def loads(text: str | bytes):
+def loads(text: str | bytes | bytearray | memoryview) -> JSON:
     """Parse one JSON document strictly (02 §5); ValueTypeError / TooLarge on rejection."""
+    s: str | None
+    b: bytes | None
     if isinstance(text, str):
         s = str.__str__(text).strip(_WS)
         try:
@@ -321,18 +328,18 @@ def loads(text: str | bytes):
     if obj is _MISS:
         if s is None:
             try:
-                s = b.decode("utf-8")
+                s = b.decode("utf-8")  # type: ignore[union-attr]  # s is None only when b is set
             except UnicodeDecodeError as exc:
                 raise ValueTypeError(f"JSON input is not valid UTF-8 (byte {exc.start})",
                                      "encode the document as UTF-8") from None
         obj = _strict(s)
-    n = b.count(b"[") + b.count(b"{") if b is not None else s.count("[") + s.count("{")
+    n = b.count(b"[") + b.count(b"{") if b is not None else s.count("[") + s.count("{")  # type: ignore[union-attr]  # b or s is set
     if n > MAX_DOCUMENT_DEPTH and exceeds_depth(obj, MAX_DOCUMENT_DEPTH):
         raise _too_deep()
     return obj
 
 
-def json_depth(value) -> int:
+def json_depth(value: object) -> int:
     """Number of arrays/objects on the deepest path (an empty container counts)."""
     best = 0
     stack = [(value, 1)]

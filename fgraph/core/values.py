@@ -19,12 +19,15 @@ import struct
 import sys
 from array import array
 from datetime import date
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple, overload
 
 from fgraph.core.hashing import sha256
-from .canonical import INT64_MAX, INT64_MIN, int_text, short_repr, MAX_JSON_VALUE_DEPTH, dumps_bytes, exceeds_depth, loads
+from .canonical import int_text, short_repr, MAX_JSON_VALUE_DEPTH, dumps_bytes, exceeds_depth, loads
 from .errors import FormatError, TooLarge, ValueTypeError
-from fgraph.core.limits import INSTANT_MAX, INSTANT_MIN, MAX_VALUE_BYTES
+from fgraph.core.limits import INSTANT_MAX, INSTANT_MIN, INT64_MAX, INT64_MIN, MAX_VALUE_BYTES
+
+if TYPE_CHECKING:
+    from fgraph.core.types import JSON
 
 TAG_REF, TAG_BOOL, TAG_INT, TAG_FLOAT, TAG_TEXT, TAG_INSTANT = 0, 1, 2, 3, 4, 5
 TAG_BYTES, TAG_VECTOR, TAG_LONG_TEXT, TAG_LONG_BYTES, TAG_JSON = 6, 7, 8, 9, 10
@@ -82,7 +85,7 @@ class _Missing:
 MISSING = _Missing()
 
 
-def is_entity_map(raw) -> bool:
+def is_entity_map(raw: object) -> bool:
     """True for a dict that is not a one-key value wrapper (a nested entity map)."""
     return isinstance(raw, dict) and not (len(raw) == 1 and next(iter(raw)) in WRAPPER_KEYS)
 
@@ -144,7 +147,7 @@ def _float_value(x: float) -> Value:
                          "NaN and infinity cannot be stored; use a finite number")
 
 
-def decode_base64(s) -> bytes:
+def decode_base64(s: object) -> bytes:
     """Strict standard base64 with padding (02 §3.1); Python bytes pass through."""
     if type(s) is bytes:
         return s
@@ -173,19 +176,19 @@ _INSTANT_RE = re.compile(
     r"(?:\.([0-9]+))?(?:Z|([+-])([0-9]{2}):([0-9]{2}))")
 
 
-def _bad_instant(raw) -> ValueTypeError:
+def _bad_instant(raw: object) -> ValueTypeError:
     return ValueTypeError(f"invalid instant {short_repr(raw)}",
                           "use integer microseconds or an RFC 3339 string such as 2026-08-24T10:00:00Z")
 
 
-def _instant_range(us: int, raw) -> int:
+def _instant_range(us: int, raw: object) -> int:
     if INSTANT_MIN <= us <= INSTANT_MAX:
         return us
     raise ValueTypeError(f"instant {short_repr(raw)} is outside years 0001..9999 (UTC)",
                          "use an instant between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z")
 
 
-def parse_instant(raw) -> int:
+def parse_instant(raw: JSON) -> int:
     """Integer µs or an RFC 3339 string (02 §3.3) → UTC microseconds."""
     t = type(raw)
     if t is int:
@@ -232,7 +235,7 @@ def format_instant(us: int) -> str:
 
 # ------------------------------------------------------------------ vectors
 
-def pack_vector(raw) -> bytes:
+def pack_vector(raw: JSON) -> bytes:
     """Validate a vector (non-empty numbers, each a finite float32) → packed little-endian float32."""
     if not isinstance(raw, (list, tuple)) or not raw:
         raise ValueTypeError(f"invalid vector {short_repr(raw)}", "use a non-empty array of finite numbers")
@@ -265,7 +268,7 @@ def pack_vector(raw) -> bytes:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def as_stored_tuple(item):
+def as_stored_tuple(item: JSON) -> JSON:
     """A fact tuple whose vector components are given as stored (float32): an event applied from
     another runtime may carry components float32 cannot hold exactly; its fact keeps the rounded
     value, and the two must still be recognised as the same fact (doctor, restore's cross-check)."""
@@ -279,12 +282,12 @@ def as_stored_tuple(item):
     return item
 
 
-def vector_value(raw) -> Value:
+def vector_value(raw: JSON) -> Value:
     packed = pack_vector(raw)
     return Value(TAG_VECTOR, indirect_key(TAG_VECTOR, packed), packed)
 
 
-def render_vector(blob: bytes) -> list:
+def render_vector(blob: bytes) -> list[float]:
     """Packed little-endian float32 → list of floats widened to binary64."""
     a = array("f")
     try:
@@ -304,7 +307,7 @@ def _depth_error() -> TooLarge:
                     "flatten deeply nested arrays and objects")
 
 
-def json_value(raw) -> Value:
+def json_value(raw: JSON) -> Value:
     """{"json": raw}: canonical text, depth ≤ 64, at most 1 MiB; always inline (tag 10)."""
     try:
         b = dumps_bytes(raw)
@@ -321,7 +324,15 @@ def json_value(raw) -> Value:
 
 # ------------------------------------------------------------------ wire input
 
-def _wrapper(raw: dict, allow_missing: bool):
+@overload
+def _wrapper(raw: dict[Any, JSON], allow_missing: Literal[False]) -> Value | RefWire: ...
+
+
+@overload
+def _wrapper(raw: dict[Any, JSON], allow_missing: bool) -> Value | RefWire | _Missing: ...
+
+
+def _wrapper(raw: dict[Any, JSON], allow_missing: bool) -> Value | RefWire | _Missing:
     if len(raw) != 1:
         raise ValueTypeError(f"value object {short_repr(raw)} is not a typed wrapper",
                              "wrap literal objects as {\"json\": ...}; nested entity maps need a ref attribute")
@@ -350,7 +361,15 @@ def _wrapper(raw: dict, allow_missing: bool):
                          "are selectors: write {\"ref\": {\"tmp\": ...}})")
 
 
-def from_wire(raw, *, allow_missing: bool = False):
+@overload
+def from_wire(raw: JSON, *, allow_missing: Literal[False] = False) -> Value | RefWire: ...
+
+
+@overload
+def from_wire(raw: JSON, *, allow_missing: bool) -> Value | RefWire | _Missing: ...
+
+
+def from_wire(raw: JSON, *, allow_missing: bool = False) -> Value | RefWire | _Missing:
     """A JSON value position (02 §3.1) → Value | RefWire | MISSING."""
     t = type(raw)
     if t is str:
@@ -367,6 +386,7 @@ def from_wire(raw, *, allow_missing: bool = False):
         raise ValueTypeError("null is not a fact value", "wrap it as {\"json\": null} when null is domain data")
     if t is bytes:
         return bytes_value(raw)
+    base: Any
     for base in (str, int, float, dict):  # subclasses: IntEnum, str enums, OrderedDict, ...
         if isinstance(raw, base):
             return from_wire(base.__str__(raw) if base is str else base(raw), allow_missing=allow_missing)
@@ -376,7 +396,7 @@ def from_wire(raw, *, allow_missing: bool = False):
     raise ValueTypeError(f"unsupported fact value {short_repr(raw)}", "use a JSON scalar or a typed wrapper")
 
 
-def _mismatch(raw, tag: str) -> ValueTypeError:
+def _mismatch(raw: object, tag: str) -> ValueTypeError:
     return ValueTypeError(f"wire value {short_repr(raw)} does not match logical tag {tag!r}",
                           "write the value in the canonical form of its tag")
 
@@ -384,7 +404,7 @@ def _mismatch(raw, tag: str) -> ValueTypeError:
 _WRAPPED_TAGS = frozenset(("instant", "bytes", "vector", "json", "ref"))
 
 
-def from_tagged(raw, tag_name: str):
+def from_tagged(raw: JSON, tag_name: str) -> Value | RefWire:
     """A portable (event/snapshot) value with its logical tag (04 §5.2) → Value | RefWire."""
     t = type(raw)
     if tag_name == "text":
@@ -417,8 +437,9 @@ def _b64(b: bytes) -> str:
     return binascii.b2a_base64(b, newline=False).decode("ascii")
 
 
-def render(t: int, v, blob, ref: Callable[[int], object]):
-    """A stored (t, v, blob) → its JSON wire form (02 §3.2); ``ref`` maps an id to a selector."""
+def render(t: int, v: Any, blob: Any, ref: Callable[[int], object]) -> JSON:
+    """A stored (t, v, blob) → its JSON wire form (02 §3.2); ``ref`` maps an id to a selector.
+    (``v`` and ``blob`` are typed ``Any``: which column type they hold is decided by ``t``.)"""
     if t == TAG_TEXT or t == TAG_INT:
         return v
     if t == TAG_REF:
