@@ -16,7 +16,7 @@ import tomllib
 import pytest
 from packaging.requirements import Requirement
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 DEMO_NEEDLES = ("$ fgraph history ada person/born", "$ fgraph get ada --at", "$ fgraph tx", '"status": "applied"')
 
