@@ -404,7 +404,8 @@ class Planner(Identities, Operations):
             if value.t == 0:
                 used.add(id(value.v))
         kept = [n for n in self.new if n.kind == "name" or id(n) in used]
-        return Delta([r[1:] for r in asserted], [r[1:] for r in retracted], kept)
+        # only live facts are retracted, and their entities and attributes are stored ids
+        return Delta([r[1:] for r in asserted], [r[1:] for r in retracted], kept)  # type: ignore[misc]
 
     def replace_on_cardinality_one(self) -> None:
         """A value asserted while the attribute was many, which ends the request as
@@ -431,7 +432,7 @@ class Delta:
     __slots__ = ("asserted", "retracted", "new")
 
     def __init__(self, asserted: list[tuple[Handle, Handle, Value]],
-                 retracted: list[tuple[Handle, Handle, Value, int]], new: list[NewIdent]) -> None:
+                 retracted: list[tuple[int, int, Value, int]], new: list[NewIdent]) -> None:
         self.asserted = asserted      # (e, a, Value) with handles
-        self.retracted = retracted    # (e, a, Value, fact id)
+        self.retracted = retracted    # (e, a, Value, fact id): live facts, so stored e and a
         self.new = new                # NewIdent in allocation order (the tx excluded)

@@ -43,7 +43,7 @@ class Rows:
         (a speculation's writes run in savepoints): a no-op update that the block rolls back."""
         self.conn.execute("UPDATE fgraph_meta SET value = value WHERE key = 'next_id'")
 
-    def fact(self, e: int, a: int, v, t: int, blob: bytes | None, tx: int, rx: int | None = None) -> int:
+    def fact(self, e: int, a: int, v, t: int, blob: str | bytes | None, tx: int, rx: int | None = None) -> int:
         """Insert one fact row (and its blob and FTS row); returns the fact id."""
         conn = self.conn
         if blob is not None and t in INDIRECT_TAGS:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 import apsw
 
@@ -11,14 +12,17 @@ from fgraph.core.hashing import sha256
 from fgraph.core import values
 from fgraph.core.canonical import dumps
 from fgraph.core.catalog import Catalog
+from fgraph.core.checks import strict_int
 from fgraph.core.errors import Conflict, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
-from fgraph.core.plan import NewIdent, Planner
+from fgraph.core.plan import Delta, NewIdent, Planner
 from fgraph.core.session import WriteSession
 from fgraph.core.replay import Replay
 from fgraph.core.rows import Rows
 from fgraph.core.txn import write_transaction
+from fgraph.core.selectors import Handle
+from fgraph.core.types import JSON, JSONObject
 from fgraph.core.values import Value
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, MAX_EVENT_BYTES
 
@@ -26,7 +30,7 @@ UNSET = object()
 FORBIDDEN_TX_KEYS = ("id", "fgraph/at", "fgraph/by", "fgraph/source", "fgraph/meta")
 
 
-def check_operation_id(operation_id) -> None:
+def check_operation_id(operation_id: object) -> None:
     if operation_id is None:
         return
     if not isinstance(operation_id, str):
@@ -37,13 +41,11 @@ def check_operation_id(operation_id) -> None:
                              "use 1-512 UTF-8 bytes without control characters")
 
 
-def check_if_basis_tx(if_basis_tx) -> None:
+def check_if_basis_tx(if_basis_tx: object) -> None:
     if if_basis_tx is None:
         return
-    if isinstance(if_basis_tx, bool) or not isinstance(if_basis_tx, int) or if_basis_tx < GENESIS_TX \
-            or if_basis_tx > INT64_MAX:
-        raise ValueTypeError(f"if_basis_tx {if_basis_tx!r} must be a transaction id (an integer >= 64)",
-                             "pass the basis_tx of your last read")
+    strict_int(if_basis_tx, "if_basis_tx {value!r} must be a transaction id (an integer >= {low})",
+               "pass the basis_tx of your last read", low=GENESIS_TX, high=INT64_MAX)
 
 
 class WriterHead(NamedTuple):
@@ -59,25 +61,43 @@ class WriterHead(NamedTuple):
     next_id: int
     changes: int
 
-    def current(self, conn) -> bool:
+    def current(self, conn: apsw.Connection) -> bool:
         return self.changes == conn.total_changes()
 
 
-def noop_report(basis: int) -> dict:
+def noop_report(basis: int) -> JSONObject:
     return {"asserted": [], "at": None, "basis_tx": basis, "event": None, "ids": {}, "retracted": [],
             "status": "noop", "tx": None}
 
 
-def already_applied_report(cat: Catalog, tx: int) -> dict:
-    return {"asserted": [], "at": cat.tx_at(tx), "basis_tx": cat.tx_before(tx), "event": gid_to_uuid(cat.gid_of(tx)),
+def already_applied_report(cat: Catalog, tx: int) -> JSONObject:
+    # a transaction always has its gid (its event UUID)
+    return {"asserted": [], "at": cat.tx_at(tx), "basis_tx": cat.tx_before(tx), "event": gid_to_uuid(cat.gid_of(tx)),  # type: ignore[arg-type]
             "ids": {}, "retracted": [], "status": "already_applied", "tx": tx}
+
+
+class DerivedFacts(Protocol):
+    """Facts a request plans from the database itself before its data (undo's inverse, a schema manifest's changes)."""
+
+    def plan(self, planner: Planner) -> None: ...
+
+
+class CommitPlanner(Protocol):
+    """What ``Commit`` reads of a planner: ``Planner``'s, or ``replay_plan.LeanReplay``'s for a replayed record."""
+
+    tx: NewIdent
+    fact_tx: dict[int, int]
+    schema_changed: bool
+
+    def nohistory(self, a: Handle) -> bool: ...
 
 
 class Request:
     """One write: the data plus the options of 03 §1, validated."""
 
-    def __init__(self, data, *, source=None, by=None, meta=UNSET, tx=None, operation_id=None,
-                 if_basis_tx=None, hash_envelope=None, derived=None):
+    def __init__(self, data: JSON, *, source: str | None = None, by: str | None = None, meta: JSON = UNSET,
+                 tx: dict[str, JSON] | None = None, operation_id: str | None = None, if_basis_tx: int | None = None,
+                 hash_envelope: JSON = None, derived: DerivedFacts | None = None) -> None:
         check_operation_id(operation_id)
         check_if_basis_tx(if_basis_tx)
         for label, text in (("by", by), ("source", source)):
@@ -95,8 +115,8 @@ class Request:
         self.hash_envelope = hash_envelope
         self.derived = derived      # facts planned from the database itself (undo's inverse), before data
 
-    def options(self) -> dict:
-        out = {}
+    def options(self) -> JSONObject:
+        out: JSONObject = {}
         if self.by is not None:
             out["by"] = self.by
         if self.meta is not UNSET:
@@ -118,7 +138,7 @@ class Request:
         return self.by is not None or self.source is not None or self.meta is not UNSET
 
 
-def transact(session: WriteSession, request: Request) -> dict:
+def transact(session: WriteSession, request: Request) -> JSONObject:
     """Run one request in its own write transaction and return its report."""
     conn, schema_cache = session.conn, session.schema_cache
     req_hash = request.request_hash()
@@ -132,8 +152,8 @@ def transact(session: WriteSession, request: Request) -> dict:
     return report
 
 
-def run_in_transaction(session: WriteSession, request: Request, req_hash, *, replay: Replay | None = None,
-                       details: bool = True) -> dict:
+def run_in_transaction(session: WriteSession, request: Request, req_hash: bytes | None, *, replay: Replay | None = None,
+                       details: bool = True) -> JSONObject:
     """Plan and write inside an open write transaction (shared with apply). Without ``details``
     the report's ``asserted`` and ``retracted`` lists stay empty (a bulk apply only counts)."""
     conn, schema_cache = session.conn, session.schema_cache
@@ -153,6 +173,7 @@ def run_in_transaction(session: WriteSession, request: Request, req_hash, *, rep
         raise Conflict(f"if_basis_tx {request.if_basis_tx} is stale: the latest transaction is {latest}",
                        "re-read and retry against the new basis")
     lean = replay.plan_lean(cat, schema_cache) if replay is not None and replay.lean else None
+    planner: CommitPlanner
     if lean is not None:
         planner, delta = lean
     else:
@@ -179,19 +200,19 @@ def run_in_transaction(session: WriteSession, request: Request, req_hash, *, rep
 class Commit:
     """Writes one planned transaction's rows in the order of 03 §9."""
 
-    def __init__(self, conn, cat: Catalog, planner: Planner, delta, latest: int, head: WriterHead | None = None,
-                 rows: Rows | None = None):
+    def __init__(self, conn: apsw.Connection, cat: Catalog, planner: CommitPlanner, delta: Delta, latest: int,
+                 head: WriterHead | None = None, rows: Rows | None = None) -> None:
         self.conn, self.cat, self.planner, self.delta, self.latest = conn, cat, planner, delta, latest
         self.head = head
         self.rows = rows if rows is not None else Rows(conn)
-        self._portable: dict = {}
-        self._local: dict = {}
-        self._rendered: dict = {}   # fact id -> wire form, for values without refs (the same in both)
+        self._portable: dict[int, JSON] = {}
+        self._local: dict[int, str | int] = {}
+        self._rendered: dict[int, JSON] = {}   # fact id -> wire form, for values without refs (the same in both)
 
-    def resolve(self, handle) -> int:
-        return handle.id if isinstance(handle, NewIdent) else handle
+    def resolve(self, handle: Handle) -> int:
+        return handle.id if isinstance(handle, NewIdent) else handle  # type: ignore[return-value]  # write() gave it its id
 
-    def local_ref(self, ident: int):
+    def local_ref(self, ident: int) -> str | int:
         found = self._local.get(ident)
         if found is None:
             new = self.new_by_id.get(ident)
@@ -199,21 +220,22 @@ class Commit:
             found = self._local[ident] = name if name is not None else ident
         return found
 
-    def portable_ref(self, ident: int):
+    def portable_ref(self, ident: int) -> JSON:
         # One commit names the same few identities many times (every fact's attribute).
         found = self._portable.get(ident)
         if found is None:
             if ident in self.new_by_id:
                 new = self.new_by_id[ident]
-                found = new.key if new.kind == "name" else {"eid": gid_to_uuid(new.gid)}
+                # an anonymous new identity got its gid in write(), and every stored unnamed one has one
+                found = new.key if new.kind == "name" else {"eid": gid_to_uuid(new.gid)}  # type: ignore[arg-type]
             else:
                 name = self.cat.name_of(ident)
-                found = name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
+                found = name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}  # type: ignore[arg-type]
             self._portable[ident] = found
         return found
 
-    def write(self, session: WriteSession, request: Request, req_hash, *, replay: Replay | None,
-              details: bool = True) -> dict:
+    def write(self, session: WriteSession, request: Request, req_hash: bytes | None, *, replay: Replay | None,
+              details: bool = True) -> JSONObject:
         planner, delta = self.planner, self.delta
         first = self.head.next_id if self.head is not None else self.cat.next_id()
         for offset, ident in enumerate(delta.new):
@@ -226,19 +248,20 @@ class Commit:
         tx.gid = uuid_to_gid(event)
         for ident in delta.new:
             if ident.kind != "name" and ident.gid is None:
-                ident.gid = anonymous_eid(event, ident.id - first)
+                ident.gid = anonymous_eid(event, ident.id - first)  # type: ignore[operator]  # given above
         self.new_by_id = {ident.id: ident for ident in delta.new}
         self.new_by_id[tx.id] = tx
         last_at = self.head.at if self.head is not None else self.cat.tx_at(self.latest)
         at = transaction_time(read_clock(session.clock), last_at)
 
         asserted_rows = [self.insert_fact(tx.id, A_AT, Value(values.TAG_INSTANT, at, None), tx.id)]
+        # text and a json wrapper are Values, never refs: the type: ignores below say so
         if request.by is not None:
-            asserted_rows.append(self.insert_fact(tx.id, A_BY, values.from_wire(request.by), tx.id))
+            asserted_rows.append(self.insert_fact(tx.id, A_BY, values.from_wire(request.by), tx.id))  # type: ignore[arg-type]
         if request.source is not None:
-            asserted_rows.append(self.insert_fact(tx.id, A_SOURCE, values.from_wire(request.source), tx.id))
+            asserted_rows.append(self.insert_fact(tx.id, A_SOURCE, values.from_wire(request.source), tx.id))  # type: ignore[arg-type]
         if request.meta is not UNSET:
-            asserted_rows.append(self.insert_fact(tx.id, A_META, values.from_wire({"json": request.meta}), tx.id))
+            asserted_rows.append(self.insert_fact(tx.id, A_META, values.from_wire({"json": request.meta}), tx.id))  # type: ignore[arg-type]
         event_asserted, tx_facts = [], []
         for e, a, value in delta.asserted:
             e_id, a_id = self.resolve(e), self.resolve(a)
@@ -268,8 +291,8 @@ class Commit:
             retracted_rows.append((fact_id, e, a, value, fact_tx))
         self.retract_rows(retracted_rows, tx.id)
         try:
-            self.rows.identities(
-                [(i.id, i.key if i.kind == "name" else None, None if i.kind == "name" else i.gid, tx.id)
+            self.rows.identities(  # every new identity has its id by now
+                [(i.id, i.key if i.kind == "name" else None, None if i.kind == "name" else i.gid, tx.id)  # type: ignore[misc]
                  for i in delta.new + [tx]])
         except apsw.ConstraintError:
             # The gid column is UNIQUE: an event UUID (or an eid derived from it) is taken.
@@ -279,7 +302,7 @@ class Commit:
             document = replay.record
         else:
             document = {"asserted": event_asserted, "at": at,
-                        "created": [self.portable_ref(i.id) for i in delta.new],
+                        "created": [self.portable_ref(i.id) for i in delta.new],  # type: ignore[arg-type]  # as above
                         "event": event, "fgraph": "event/1", "retracted": event_retracted}
             if request.by is not None:
                 document["by"] = request.by
@@ -296,7 +319,7 @@ class Commit:
                            "split the write into smaller transactions")
         self.rows.event(tx.id, text, sha256(encoded).digest(), request.operation_id, req_hash)
         self.rows.next_id(tx.id + 1)
-        ids = {i.key: i.id for i in delta.new if i.kind == "name" and "/" not in i.key}
+        ids = {i.key: i.id for i in delta.new if i.kind == "name" and "/" not in i.key}  # type: ignore[operator]  # a name has its key
         ids.update({i.key: i.id for i in delta.new if i.kind == "tmp"})
         return {
             "asserted": [self.rendered_fact(fid, e, a, v, tx.id, None) for fid, e, a, v in asserted_rows]
@@ -308,14 +331,14 @@ class Commit:
         }
 
     @staticmethod
-    def render(value: Value, ref):
+    def render(value: Value, ref: Callable[[int], JSON]) -> JSON:
         return values.render(value.t, value.v, value.blob, ref)
 
-    def insert_fact(self, e: int, a: int, value: Value, tx: int):
+    def insert_fact(self, e: int, a: int, value: Value, tx: int) -> tuple[int, int, int, Value]:
         return self.rows.fact(e, a, value.v, value.t, value.blob, tx), e, a, value
 
-    def retract_rows(self, rows, tx: int) -> None:
-        nohistory = {}
+    def retract_rows(self, rows: list[tuple[int, int, int, Value, int]], tx: int) -> None:
+        nohistory: dict[int, bool] = {}
         freed = set()
         for fact_id, _e, a, value, _ in rows:
             if a not in nohistory:
@@ -324,7 +347,7 @@ class Commit:
         freed.discard(None)
         self.rows.free_blobs(freed)
 
-    def rendered_fact(self, fact_id, e, a, value, tx, rx) -> dict:
+    def rendered_fact(self, fact_id: int, e: int, a: int, value: Value, tx: int, rx: int | None) -> JSONObject:
         rendered = self._rendered.get(fact_id) if rx is None else None
         return {"a": self.local_ref(a),
                 "e": self.local_ref(e), "id": fact_id, "rx": rx, "tx": tx,
