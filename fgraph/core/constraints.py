@@ -36,7 +36,7 @@ class Constraints:
         if dims is not None and (kind != "vector" or isinstance(dims, bool) or dims <= 0):
             raise SchemaError(f"invalid dims {dims!r} for {label!r}",
                               "dims must be a positive integer on a vector attribute")
-        if self.plan._one(a, A_VECTOR_MODEL) is not None and kind != "vector":
+        if self.plan.present_value(a, A_VECTOR_MODEL) is not None and kind != "vector":
             raise SchemaError(f"vector-model on {label!r} requires type vector", "declare --type vector")
         if isinstance(a, int):
             self.check_existing_values(a, label, s)
@@ -106,10 +106,10 @@ class Constraints:
         if not self.plan.schema_cache.has_shapes and not any(
                 slot.a == A_SHAPE and slot.present for slot in self.plan.dirty.values()):
             return
-        touched = {id(slot.e): slot.e for slot in self.plan.dirty.values() if self.plan._changed(slot)}
+        touched = {id(slot.e): slot.e for slot in self.plan.dirty.values() if self.plan.slot_changed(slot)}
         # A changed shape checks every entity assigned to it, not only the ones this request touches.
         reshaped = {id(slot.e): slot.e for slot in self.plan.dirty.values()
-                    if slot.a in (A_SHAPE_REQUIRED, A_SHAPE_ALLOWED, A_SHAPE_CLOSED) and self.plan._changed(slot)}
+                    if slot.a in (A_SHAPE_REQUIRED, A_SHAPE_ALLOWED, A_SHAPE_CLOSED) and self.plan.slot_changed(slot)}
         for shape in reshaped.values():
             if isinstance(shape, int):
                 for e in self.plan.cat.live_owners(A_SHAPE, shape, TAG_REF):
@@ -121,7 +121,7 @@ class Constraints:
     def check_shape(self, e, shape) -> None:
         required = [key[1] for key in self.plan.slot(shape, A_SHAPE_REQUIRED).present]
         allowed = required + [key[1] for key in self.plan.slot(shape, A_SHAPE_ALLOWED).present]
-        closed = self.plan._one(shape, A_SHAPE_CLOSED) == 1
+        closed = self.plan.present_value(shape, A_SHAPE_CLOSED) == 1
         held = [slot.a for slot in self.plan.slots.values() if slot.e is e or slot.e == e and slot.present]
         if isinstance(e, int):
             held += [a for a in self.plan.cat.live_attributes(e) if self.plan.slot(e, a).present]
