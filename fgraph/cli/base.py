@@ -1,5 +1,5 @@
 """The CLI's plumbing (spec 09): the ``cli`` group, the options every command shares, and
-``_run``, which resolves the database path, opens it, makes one library call and prints the
+``run_and_print``, which resolves the database path, opens it, makes one library call and prints the
 result. The commands live in ``fgraph.cli.main`` (writes, reads, streams, operations) and
 ``fgraph.cli.questions`` (queries, schema, search); outcomes become exit codes in
 ``fgraph.cli.main.run``.
@@ -18,7 +18,7 @@ import click
 from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.core.canonical import dumps, loads
-from fgraph.core.errors import FgraphError
+from fgraph.core.errors import FgraphError, rewrap
 from fgraph.cli.completion import PATH
 from fgraph.cli.paths import resolve_db_path
 from fgraph.core.mappings import plain
@@ -27,7 +27,7 @@ from fgraph.version import __version__
 
 RO, RW = "ro", "rw"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPT, EXIT_PIPE = 0, 1, 2, 130, 141
-_DB, _JSON, _BUDGET = "fgraph.db", "fgraph.json", "fgraph.query_budget"
+DB_KEY, JSON_KEY, BUDGET_KEY = "fgraph.db", "fgraph.json", "fgraph.query_budget"
 
 
 # ----------------------------------------------------------------- plumbing
@@ -39,7 +39,7 @@ def connect(path, **options):
     return open_database(path, **options)
 
 
-class _Escaped(Exception):
+class Escaped(Exception):
     """Carries a broken pipe or Ctrl-C past click, which would turn them into exit 1 / "Aborted!"."""
 
     def __init__(self, original: BaseException):
@@ -115,10 +115,10 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except (BrokenPipeError, KeyboardInterrupt) as exc:
-            raise _Escaped(exc) from None
+            raise Escaped(exc) from None
 
 
-def _remember(key: str):
+def remember_in_meta(key: str):
     def callback(ctx: click.Context, param, value):
         if value is not None and value is not False:
             ctx.meta[key] = value  # meta is shared by the group's and the command's contexts
@@ -127,7 +127,7 @@ def _remember(key: str):
 
 def common_options(f):
     """``--db`` and ``--json``, accepted before and after the command name (the later one wins)."""
-    f = click.option("--json", "json_output", is_flag=True, expose_value=False, callback=_remember(_JSON),
+    f = click.option("--json", "json_output", is_flag=True, expose_value=False, callback=remember_in_meta(JSON_KEY),
                      help="Print canonical JSON on one line.")(f)
     return db_option(f)
 
@@ -136,7 +136,7 @@ def db_option(f):
     """``--db`` alone, for commands whose output is already JSON lines or is no output at all
     (tail, snapshot, mcp): ``--json`` after their name is a usage error, as in the published
     runtime; before it, the group accepts it for every command."""
-    return click.option("--db", metavar="PATH", type=PATH, expose_value=False, callback=_remember(_DB),
+    return click.option("--db", metavar="PATH", type=PATH, expose_value=False, callback=remember_in_meta(DB_KEY),
                         help="Database file [env FGRAPH_DB; default facts.fgraph].")(f)
 
 
@@ -146,7 +146,7 @@ def provenance_options(f):
     def collect(ctx: click.Context, param, value):
         if value is not None:
             given = ctx.params.setdefault("provenance", {})
-            given[param.name] = _json_argument(value, "--meta") if param.name == "meta" else value
+            given[param.name] = parse_json_argument(value, "--meta") if param.name == "meta" else value
         return value
     f = click.option("--meta", metavar="JSON", expose_value=False, callback=collect,
                      help="Any JSON kept with the transaction (its event's meta).")(f)
@@ -157,33 +157,33 @@ def provenance_options(f):
     return f
 
 
-def _run(ctx: click.Context, mode: str, call) -> None:
+def run_and_print(ctx: click.Context, mode: str, call) -> None:
     """Open the database read-only (RO) or writable (RW), apply ``call`` to it, print the result."""
-    _print_result(ctx, _result(ctx, mode, call))
+    print_result(ctx, open_and_call(ctx, mode, call))
 
 
-def _result(ctx: click.Context, mode: str, call):
-    """``_run`` without the printing: for a command that prints once its progress display is gone."""
-    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
-    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
+def open_and_call(ctx: click.Context, mode: str, call):
+    """``run_and_print`` without the printing: for a command that prints once its progress display is gone."""
+    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
+    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(BUDGET_KEY, DEFAULT_QUERY_BUDGET)) as db:
         return plain(call(db))
 
 
-def _print_result(ctx: click.Context, result) -> None:
+def print_result(ctx: click.Context, result) -> None:
     """A command's result: canonical JSON on one line with ``--json``, else indented for people."""
-    _write_line(dumps(result) if ctx.meta.get(_JSON) else json.dumps(result, indent=2, sort_keys=True,
-                                                                    ensure_ascii=False))
+    write_line(dumps(result) if ctx.meta.get(JSON_KEY) else json.dumps(result, indent=2, sort_keys=True,
+                                                                      ensure_ascii=False))
 
 
-def _run_text(ctx: click.Context, mode: str, call) -> None:
-    """Like ``_run`` for a call that returns text meant for people (or a prompt): printed as it is."""
-    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
-    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
+def run_and_write_text(ctx: click.Context, mode: str, call) -> None:
+    """Like ``run_and_print`` for a call that returns text meant for people (or a prompt): printed as it is."""
+    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
+    with connect(path, read_only=(mode == RO), query_budget=ctx.meta.get(BUDGET_KEY, DEFAULT_QUERY_BUDGET)) as db:
         text = call(db)
-    _write_line(text)
+    write_line(text)
 
 
-def _write_line(text: str) -> None:
+def write_line(text: str) -> None:
     """One line of UTF-8 on stdout, whatever the locale says."""
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # a text-only stream (embedding, some test harnesses)
@@ -195,7 +195,7 @@ def _write_line(text: str) -> None:
     buffer.flush()
 
 
-def _ref(text: str):
+def parse_ref(text: str):
     """A REF argument: an integer id when ``int()`` reads it (as the published CLI does), else a name."""
     try:
         return int(text)
@@ -203,27 +203,27 @@ def _ref(text: str):
         return text
 
 
-def _loose_ref(view, text: str):
+def resolve_loose_ref(view, text: str):
     """A REF to read by: a name may differ from the entity's in case (issue 30 item 2)."""
-    ref = _ref(text)
+    ref = parse_ref(text)
     return view.resolve(ref, loose=True) if isinstance(ref, str) else ref
 
 
-def _stdout_is_terminal() -> bool:
+def stdout_is_terminal() -> bool:
     """Whether a person reads the output: readable extras go there, never into a pipe or a file
     (which keep the published bytes)."""
     from fgraph.cli.progress import is_terminal
     return is_terminal(sys.stdout)
 
 
-def _json_argument(text: str, what: str):
+def parse_json_argument(text: str, what: str):
     try:
         return loads(text)
     except FgraphError as exc:
-        raise type(exc)(f"{what} is not valid JSON: {exc.message}", exc.hint) from None
+        raise rewrap(exc, before=f"{what} is not valid JSON: ") from exc
 
 
-def _pair(ctx: click.Context, on: bool, off: bool, on_name: str, off_name: str) -> bool | None:
+def flag_pair(ctx: click.Context, on: bool, off: bool, on_name: str, off_name: str) -> bool | None:
     if on and off:
         raise click.UsageError(f"{on_name} and {off_name} are mutually exclusive", ctx)
     return True if on else False if off else None
@@ -246,7 +246,7 @@ AT_HELP = ("Read as of a transaction id (an integer: the transaction, else a µs
            "beginning, transaction 64).")
 
 
-class _TimeParam(click.ParamType):
+class TimeParam(click.ParamType):
     """``--at``: an integer (transaction id or µs instant) or an RFC 3339 string."""
 
     name = "TX"
@@ -262,7 +262,7 @@ class _TimeParam(click.ParamType):
             return value
 
 
-class _WhenParam(_TimeParam):
+class WhenParam(TimeParam):
     """A point in time checked while parsing: an integer, an RFC 3339 time or a duration (``24h``);
     anything else is a usage error, as a non-integer was when the argument took only integers."""
 
@@ -286,7 +286,7 @@ def _show_version(ctx: click.Context, param, wanted: bool):
     """``fgraph --version``: what ``fgraph version`` prints (click's own version option would also
     load the locale machinery on every start)."""
     if wanted and not ctx.resilient_parsing:
-        _write_line(__version__)
+        write_line(__version__)
         ctx.exit(0)
 
 
@@ -296,7 +296,7 @@ def _show_completion(ctx: click.Context, param, shell):
         return
     from click.shell_completion import get_completion_class
     script = get_completion_class(shell)(ctx.command, {}, "fgraph", settings.COMPLETE).source()
-    _write_line(script.rstrip("\n"))
+    write_line(script.rstrip("\n"))
     ctx.exit(0)
 
 
@@ -309,6 +309,12 @@ def _show_completion(ctx: click.Context, param, shell):
                    "eval \"$(fgraph --show-completion bash)\" in ~/.bashrc.")
 @common_options
 @click.option("--query-budget", type=int, envvar=settings.QUERY_BUDGET, show_envvar=True, metavar="N",
-              expose_value=False, callback=_remember(_BUDGET), help=f"Work-unit budget for queries [default {DEFAULT_QUERY_BUDGET}].")
+              expose_value=False, callback=remember_in_meta(BUDGET_KEY),
+              help=f"Work-unit budget for queries [default {DEFAULT_QUERY_BUDGET}].")
 def cli():
     """Temporal facts in one SQLite file."""
+
+
+# The former private names, kept only until fgraph/cli/forget.py, imports.py and sync.py import
+# the public ones above (issue 46 item 4); tests/test_house_rules.py names those imports until then.
+_DB, _print_result, _ref, _run, _result = DB_KEY, print_result, parse_ref, run_and_print, open_and_call

@@ -13,7 +13,7 @@ import click
 
 from fgraph.core.errors import Unsupported
 from fgraph.core.canonical import dumps
-from fgraph.cli.base import _DB, _JSON, _write_line, cli, common_options, connect
+from fgraph.cli.base import DB_KEY, JSON_KEY, write_line, cli, common_options, connect
 from fgraph.cli.paths import resolve_db_path
 
 
@@ -42,7 +42,7 @@ def browse(ctx, host, port, open_browser, allow_sql):
     Example:
       fgraph --db team.fgraph browse --port 0 --open
     """
-    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
     with connect(path, read_only=True):
         pass  # NotFound for a missing file, FormatError for one that is not fgraph's, before any server starts
     web = _browse_module()
@@ -52,7 +52,7 @@ def browse(ctx, host, port, open_browser, allow_sql):
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
                                    "pick another --port, or --port 0 for a free one") from None
     url = web.url_of(sock, host)
-    _write_line(dumps({"url": url}) if ctx.meta.get(_JSON) else url)
+    write_line(dumps({"url": url}) if ctx.meta.get(JSON_KEY) else url)
     web.serve(path, sock, url, open_browser=open_browser, allow_sql=allow_sql)
 
 

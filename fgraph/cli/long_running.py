@@ -20,7 +20,7 @@ import fgraph
 from fgraph.bridges import reviewing
 from fgraph.bridges.add import ingest
 from fgraph.bridges.add.data_source import open_data
-from fgraph.cli.base import _JSON, RO, RW, _print_result, _result
+from fgraph.cli.base import JSON_KEY, RO, RW, print_result, open_and_call
 from fgraph.cli.progress import progress, reading
 from fgraph.core.canonical import dumps
 from fgraph.core.mappings import plain
@@ -69,7 +69,7 @@ def add(ctx: click.Context, data: str, *, reports: bool, **options) -> None:
     if reports and options.get("batch_size") is not None:
         raise click.UsageError("--reports lists the reports of NDJSON records; --batch-size prints its own "
                                "summary", ctx)
-    spool = ReportSpool(canonical=bool(ctx.meta.get(_JSON))) if reports else None
+    spool = ReportSpool(canonical=bool(ctx.meta.get(JSON_KEY))) if reports else None
     try:
         # inline DATA is one short argument: no display flickers for it
         with open_data(data, sys.stdin) as source, \
@@ -78,13 +78,13 @@ def add(ctx: click.Context, data: str, *, reports: bool, **options) -> None:
             job = ingest.prepare(source, on_line=bar.advance, **options)
             bar.phase("writing", total=job.count, unit="records")
             listed = spool is not None and not job.single
-            result = _result(ctx, RW, lambda db: job.execute(db, on_report=spool.add if listed else None,
-                                                             on_written=bar.advance))
+            result = open_and_call(ctx, RW, lambda db: job.execute(db, on_report=spool.add if listed else None,
+                                                                   on_written=bar.advance))
         if listed:
             _flush_stdout()
             spool.write_to(sys.stdout.buffer)
         else:
-            _print_result(ctx, result)
+            print_result(ctx, result)
     finally:
         if spool is not None:
             spool.close()
@@ -94,21 +94,21 @@ def apply(ctx: click.Context, src: str, dry_run: bool, expect_digest: str | None
     with ingest.open_stream(src, sys.stdin) as handle:
         with reading(reviewing.expecting(handle, expect_digest), "applying", items="events",
                      then="committing") as counted:
-            result = _result(ctx, RW, lambda db: db.apply_summary(counted, dry_run=dry_run))
-        _print_result(ctx, result)
+            result = open_and_call(ctx, RW, lambda db: db.apply_summary(counted, dry_run=dry_run))
+        print_result(ctx, result)
 
 
 def restore(ctx: click.Context, src: str) -> None:
     with ingest.open_stream(src, sys.stdin) as handle:
         with reading(handle, "restoring", items="records", then="verifying") as counted:
-            result = _result(ctx, RW, lambda db: db.restore(counted, details=True))
-        _print_result(ctx, result)
+            result = open_and_call(ctx, RW, lambda db: db.restore(counted, details=True))
+        print_result(ctx, result)
 
 
 def backup(ctx: click.Context, dest: str) -> None:
     with progress(f"backing up to {dest}", unit="") as bar:
-        result = _result(ctx, RO, lambda db: db.backup(dest, details=True, on_phase=bar.stage))
-    _print_result(ctx, result)
+        result = open_and_call(ctx, RO, lambda db: db.backup(dest, details=True, on_phase=bar.stage))
+    print_result(ctx, result)
 
 
 def restore_backup(ctx: click.Context, backup_file: str, dest: str) -> None:
@@ -116,7 +116,7 @@ def restore_backup(ctx: click.Context, backup_file: str, dest: str) -> None:
         with fgraph.restore_backup(backup_file, dest, on_phase=bar.stage) as db:
             bar.stage(f"digest of {dest}")
             result = {"basis_tx": db.latest_tx(), "digest": db.logical_digest(), "path": dest}
-    _print_result(ctx, result)
+    print_result(ctx, result)
 
 
 def _flush_stdout() -> None:

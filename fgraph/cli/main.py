@@ -1,7 +1,7 @@
 """The ``fgraph`` command line: a thin skin over the library (spec 09).
 
-A command parses its arguments, hands ``_run`` the open mode and one library
-call, and ``_run`` resolves the path (``fgraph.cli.paths``), opens the database,
+A command parses its arguments, hands ``run_and_print`` the open mode and one library
+call, and ``run_and_print`` resolves the path (``fgraph.cli.paths``), opens the database,
 makes the call and prints the result. Outcomes become exit codes in one place,
 ``run()``: 0 success, 1 a typed error (``Name: message``) or an internal error,
 2 a usage error; no traceback ever reaches the user (``FGRAPH_DEBUG=1``
@@ -15,7 +15,7 @@ Adding a command takes a few lines::
     @click.pass_context
     def thing(ctx, ref):
         \"\"\"One-line purpose.\"\"\"
-        _run(ctx, RO, lambda db: db.thing(_ref(ref)))
+        run_and_print(ctx, RO, lambda db: db.thing(parse_ref(ref)))
 
 Every command of the contract (spec 09, and ``mcp`` of spec 10) is defined.
 
@@ -34,17 +34,16 @@ import click
 
 import fgraph
 from fgraph.core import settings
-from fgraph.core.limits import DEFAULT_QUERY_BUDGET
+from fgraph.core.limits import DEFAULT_QUERY_BUDGET, MAX_BATCH_SIZE
 from fgraph.bridges import reviewing
 from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
 from fgraph.core.limits import GENESIS_TX
-from fgraph.cli.base import (AT_HELP, _BUDGET, _DB, _JSON, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
-                                  EXIT_PIPE, EXIT_USAGE, RO, RW, _Escaped, _json_argument, _loose_ref, _pair, _ref,
-                                  _stdout_is_terminal,
-                                  _print_result, _run, _TimeParam, _WhenParam, _write_line, cli, common_options, db_option,
-                                  provenance_options)
+from fgraph.cli.base import (AT_HELP, BUDGET_KEY, DB_KEY, JSON_KEY, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
+                             EXIT_PIPE, EXIT_USAGE, RO, RW, Escaped, parse_json_argument, resolve_loose_ref, flag_pair,
+                             parse_ref, stdout_is_terminal, print_result, run_and_print, TimeParam, WhenParam,
+                             write_line, cli, common_options, db_option, provenance_options)
 from fgraph.cli.completion import PATH, VALUE_TYPES, DataText, Words
 from fgraph.cli.paths import resolve_db_path
 from fgraph.cli import long_running
@@ -58,7 +57,7 @@ from fgraph.cli.progress import beside, counted, progress
 @click.pass_context
 def init(ctx):
     """Create the database if needed and print its statistics."""
-    _run(ctx, RW, lambda db: db.stats())
+    run_and_print(ctx, RW, lambda db: db.stats())
 
 
 @cli.command()
@@ -67,7 +66,7 @@ def init(ctx):
 @click.pass_context
 def info(ctx, digest):
     """Print the statistics of an existing database and its latest transaction."""
-    _run(ctx, RO, lambda db: db.info(digest))
+    run_and_print(ctx, RO, lambda db: db.info(digest))
 
 
 @cli.command()
@@ -75,7 +74,7 @@ def info(ctx, digest):
 @click.argument("data", type=DataText())
 @click.option("--operation-id", help="Idempotency key of the one transaction.")
 @click.option("--operation-id-prefix", help="Batch k gets operation id PREFIX:k (8 digits); needs --batch-size.")
-@click.option("--batch-size", type=click.IntRange(1, 10000), help="Transact records in batches of at most N.")
+@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), help="Transact records in batches of at most N.")
 @click.option("--if-basis-tx", type=int, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.option("--reports", is_flag=True, help="NDJSON: print every record's report (the published output), "
               "not the summary.")
@@ -105,11 +104,11 @@ def add(ctx, data, operation_id, operation_id_prefix, batch_size, if_basis_tx, r
 @click.pass_context
 def retract(ctx, ref, attr, value, operation_id, if_basis_tx, provenance=None):
     """Retract one fact (VALUE is JSON), an attribute, or a whole entity."""
-    rest = () if attr is None else (attr,) if value is None else (attr, _json_argument(value, "retract value"))
+    rest = () if attr is None else (attr,) if value is None else (attr, parse_json_argument(value, "retract value"))
     # The retract operation itself: a JSON null VALUE must reach the planner (TypeError, or a no-op for an
     # unknown entity), while the library's retract(value=None) means "every value", as in fgraph 1.x.
-    _run(ctx, RW, lambda db: db.transact(["retract", _ref(ref), *rest], operation_id=operation_id,
-                                         if_basis_tx=if_basis_tx, **(provenance or {})))
+    run_and_print(ctx, RW, lambda db: db.transact(["retract", parse_ref(ref), *rest], operation_id=operation_id,
+                                                  if_basis_tx=if_basis_tx, **(provenance or {})))
 
 
 @cli.command()
@@ -134,46 +133,46 @@ def retract(ctx, ref, attr, value, operation_id, if_basis_tx, provenance=None):
 def declare(ctx, attr, type_, ref, many, one, unique, not_unique, nohistory, history, dims, doc, vector_model,
             operation_id, if_basis_tx, provenance=None):
     """Declare the schema of one attribute."""
-    flags = dict(many=_pair(ctx, many, one, "--many", "--one"),
-                 unique=_pair(ctx, unique, not_unique, "--unique", "--not-unique"),
-                 nohistory=_pair(ctx, nohistory, history, "--nohistory", "--history"))
-    _run(ctx, RW, lambda db: db.declare(attr, type=type_, ref=ref, dims=dims, doc=doc, vector_model=vector_model,
-                                        operation_id=operation_id, if_basis_tx=if_basis_tx, **flags,
-                                        **(provenance or {})))
+    flags = dict(many=flag_pair(ctx, many, one, "--many", "--one"),
+                 unique=flag_pair(ctx, unique, not_unique, "--unique", "--not-unique"),
+                 nohistory=flag_pair(ctx, nohistory, history, "--nohistory", "--history"))
+    run_and_print(ctx, RW, lambda db: db.declare(attr, type=type_, ref=ref, dims=dims, doc=doc,
+                                                 vector_model=vector_model, operation_id=operation_id,
+                                                 if_basis_tx=if_basis_tx, **flags, **(provenance or {})))
 
 
 @cli.command()
 @common_options
 @click.argument("ref")
 @click.option("--depth", type=int, default=1, show_default=True, help="Pull referenced entities this deep.")
-@click.option("--at", type=_TimeParam(), help=AT_HELP)
+@click.option("--at", type=TimeParam(), help=AT_HELP)
 @click.option("--incoming", is_flag=True, help="Also list what refers to it (ours): {entity, incoming, incoming_truncated}.")
 @click.pass_context
 def get(ctx, ref, depth, at, incoming):
     """Print one entity's live attributes.
 
     With --incoming: the entity and each entity whose current facts refer to it, by attribute then entity."""
-    read = ((lambda view: view.about(_loose_ref(view, ref), depth)) if incoming
-            else (lambda view: view.entity(_loose_ref(view, ref), depth)))
-    _run(ctx, RO, lambda db: read(db if at is None else db.at(at)))
+    read = ((lambda view: view.about(resolve_loose_ref(view, ref), depth)) if incoming
+            else (lambda view: view.entity(resolve_loose_ref(view, ref), depth)))
+    run_and_print(ctx, RO, lambda db: read(db if at is None else db.at(at)))
 
 
 @cli.command()
 @common_options
 @click.argument("ref")
 @click.argument("attr", required=False)
-@click.option("--at", type=_TimeParam(), help=AT_HELP)
+@click.option("--at", type=TimeParam(), help=AT_HELP)
 @click.pass_context
 def history(ctx, ref, attr, at):
     """Print every fact ever asserted for an entity (or one attribute).
 
     On a terminal each fact also shows at_time (RFC 3339) and the transaction's meta; piped
     output and --json print the published fields only (at in microseconds)."""
-    details = not ctx.meta.get(_JSON) and _stdout_is_terminal()
+    details = not ctx.meta.get(JSON_KEY) and stdout_is_terminal()
 
     def read(view):
-        return view.history(_loose_ref(view, ref), attr, details=details)
-    _run(ctx, RO, lambda db: read(db if at is None else db.at(at)))
+        return view.history(resolve_loose_ref(view, ref), attr, details=details)
+    run_and_print(ctx, RO, lambda db: read(db if at is None else db.at(at)))
 
 
 @cli.command()
@@ -183,13 +182,13 @@ def history(ctx, ref, attr, at):
 @click.pass_context
 def why(ctx, ref, attr):
     """Print an entity's live facts with the transactions that asserted them."""
-    _run(ctx, RO, lambda db: db.why(_loose_ref(db, ref), attr))
+    run_and_print(ctx, RO, lambda db: db.why(resolve_loose_ref(db, ref), attr))
 
 
 @cli.command()
 @common_options
-@click.argument("t1", type=_WhenParam())
-@click.argument("t2", type=_WhenParam())
+@click.argument("t1", type=WhenParam())
+@click.argument("t2", type=WhenParam())
 @click.pass_context
 def diff(ctx, t1, t2):
     """Print the facts asserted and retracted after T1 (exclusive) through T2 (inclusive).
@@ -200,7 +199,7 @@ def diff(ctx, t1, t2):
     \b
     Example: fgraph diff 24h 0s
     """
-    _run(ctx, RO, lambda db: db.diff(t1, t2))
+    run_and_print(ctx, RO, lambda db: db.diff(t1, t2))
 
 
 @cli.command("tx")
@@ -209,14 +208,14 @@ def diff(ctx, t1, t2):
 @click.pass_context
 def tx(ctx, transaction):
     """Print the receipt of one transaction."""
-    _run(ctx, RO, lambda db: db.receipt(transaction))
+    run_and_print(ctx, RO, lambda db: db.receipt(transaction))
 
 
 def _stream(ctx: click.Context, lines_of, *, flush_each: bool, out=None) -> None:
     """Open read-only and write every line the library yields, LF-terminated (on ``out``: stdout)."""
-    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
     out = sys.stdout.buffer if out is None else out
-    with connect(path, read_only=True, query_budget=ctx.meta.get(_BUDGET, DEFAULT_QUERY_BUDGET)) as db:
+    with connect(path, read_only=True, query_budget=ctx.meta.get(BUDGET_KEY, DEFAULT_QUERY_BUDGET)) as db:
         for line in lines_of(db):
             out.write(line.encode("utf-8") + b"\n")
             if flush_each:
@@ -226,7 +225,7 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool, out=None) -> None
 
 @cli.command()
 @db_option
-@click.option("--since", type=_TimeParam(), default=str(GENESIS_TX), show_default=True,
+@click.option("--since", type=TimeParam(), default=str(GENESIS_TX), show_default=True,
               help="Exclusive lower bound: a local tx id, an RFC 3339 time or a duration such as 24h "
                    "(longer than the store's life: from its beginning; with --follow an integer that is no "
                    "transaction is a µs instant).")
@@ -266,8 +265,8 @@ def apply(ctx, src, dry_run, expect_digest):
 @click.pass_context
 def undo(ctx, transaction, operation_id, if_basis_tx, provenance=None):
     """Write the audited inverse of one transaction."""
-    _run(ctx, RW, lambda db: db.undo(transaction, operation_id=operation_id, if_basis_tx=if_basis_tx,
-                                     **(provenance or {})))
+    run_and_print(ctx, RW, lambda db: db.undo(transaction, operation_id=operation_id, if_basis_tx=if_basis_tx,
+                                              **(provenance or {})))
 
 
 @cli.command()
@@ -304,10 +303,10 @@ def backup(ctx, dest):
 @click.pass_context
 def doctor(ctx, repair, expect_digest):
     """Check every invariant; exit 1 when the report is not ok (the published runtime exits 0)."""
-    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
     with connect(path, read_only=not repair) as db, progress("checking", unit=""):
         diagnosis = db.diagnose(repair, expect_digest=expect_digest)
-    _write_line(dumps(diagnosis.report) if ctx.meta.get(_JSON) else diagnosis.describe())
+    write_line(dumps(diagnosis.report) if ctx.meta.get(JSON_KEY) else diagnosis.describe())
     return EXIT_OK if diagnosis.ok else EXIT_ERROR
 
 
@@ -327,7 +326,7 @@ def restore_backup(ctx, backup_file, dest):
 @click.pass_context
 def verify(ctx, src):
     """Check a snapshot or event stream file without a database; exit 0 only when it is whole."""
-    _print_result(ctx, ingest.verify_stream(src, sys.stdin))
+    print_result(ctx, ingest.verify_stream(src, sys.stdin))
 
 
 @cli.command()
@@ -340,7 +339,7 @@ def mcp(ctx, write, embed_cmd):
     """Serve the database to agents over MCP on stdio (read-only unless --write)."""
     from fgraph.bridges import embed
     from fgraph.mcp import server as mcp_server  # the SDK loads only for this command
-    path = resolve_db_path(ctx.meta.get(_DB), os.environ)
+    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
     embedder = None if embed_cmd is None else (lambda text: embed.embed(embed_cmd, text))
     with connect(path, read_only=not write) as db:
         mcp_server.serve(db, write=write, embed=embedder)
@@ -349,7 +348,7 @@ def mcp(ctx, write, embed_cmd):
 @cli.command()
 def version():
     """Print the version of this runtime."""
-    _write_line(fgraph.__version__)
+    write_line(fgraph.__version__)
 
 
 # ----------------------------------------------------------------- outcomes
@@ -359,7 +358,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         try:
             result = cli.main(args=argv, prog_name="fgraph", standalone_mode=False)
-        except _Escaped as escaped:
+        except Escaped as escaped:
             raise escaped.original from None
     except click.ClickException as exc:
         exc.show()

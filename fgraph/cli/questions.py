@@ -1,6 +1,6 @@
 """The CLI commands that ask questions (specs 12 and 13): ``q``, ``explain``, ``datoms``,
 ``search``, ``schema``, the ``schema/1`` manifest commands, ``shape`` and ``validate``. Each
-parses its arguments and makes one library call through ``_run``."""
+parses its arguments and makes one library call through ``run_and_print``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import sys
 import click
 
 from fgraph.core.errors import ValueTypeError
+from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET, CONTEXT_MAX_LIMIT, CONTEXT_MIN_BUDGET,
+                                DATOMS_LIMIT, DATOMS_MAX_LIMIT, SEARCH_EXPAND, SEARCH_K, SEARCH_MAX_EXPAND, SEARCH_MAX_K)
 from fgraph.bridges.add import ingest
 from fgraph.cli.completion import DATOMS_INDEXES, DATOMS_SOURCES, PATH, DataText, Words
-from fgraph.cli.base import (AT_HELP, _JSON, RO, RW, _json_argument, _pair, _ref, _run, _run_text, _TimeParam, _WhenParam, cli,
-                                  common_options)
+from fgraph.cli.base import (AT_HELP, JSON_KEY, RO, RW, parse_json_argument, flag_pair, parse_ref, run_and_print,
+                             run_and_write_text, TimeParam, WhenParam, cli, common_options)
 
 
 def _view(db, at):
@@ -21,8 +23,8 @@ def _view(db, at):
 
 def _query_arguments(text: str, args: str | None):
     """QUERY (inline JSON, @file or -) and --args (a JSON object or null) as values."""
-    query = _json_argument(ingest.read_data_argument(text, sys.stdin), "QUERY")
-    bound = None if args is None else _json_argument(args, "--args")
+    query = parse_json_argument(ingest.read_data_argument(text, sys.stdin), "QUERY")
+    bound = None if args is None else parse_json_argument(args, "--args")
     if bound is not None and not isinstance(bound, dict):
         raise ValueTypeError("--args must be a JSON object keyed by the in variables", 'pass --args \'{"?min": 34}\'')
     return query, bound
@@ -32,24 +34,24 @@ def _query_arguments(text: str, args: str | None):
 @common_options
 @click.argument("query", metavar="QUERY", type=DataText())
 @click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
-@click.option("--at", type=_WhenParam(), help=AT_HELP)
+@click.option("--at", type=WhenParam(), help=AT_HELP)
 @click.pass_context
 def q(ctx, query, args, at):
     """Answer a Datalog query (inline JSON, @file or - for stdin)."""
     query, bound = _query_arguments(query, args)
-    _run(ctx, RO, lambda db: _view(db, at).q(query, bound).to_dict())
+    run_and_print(ctx, RO, lambda db: _view(db, at).q(query, bound).to_dict())
 
 
 @cli.command()
 @common_options
 @click.argument("query", metavar="QUERY", type=DataText())
 @click.option("--args", "args", metavar="JSON", help="Values of the query's in variables, as a JSON object.")
-@click.option("--at", type=_WhenParam(), help=AT_HELP)
+@click.option("--at", type=WhenParam(), help=AT_HELP)
 @click.pass_context
 def explain(ctx, query, args, at):
     """Print the plan q would follow: clause order, index access, warnings."""
     query, bound = _query_arguments(query, args)
-    _run(ctx, RO, lambda db: _view(db, at).explain(query, bound))
+    run_and_print(ctx, RO, lambda db: _view(db, at).explain(query, bound))
 
 
 @cli.command()
@@ -58,24 +60,26 @@ def explain(ctx, query, args, at):
 @click.option("--components", metavar="JSON", help="Leading key components as a JSON array, e.g. '[\"ada\"]'.")
 @click.option("--source", default="current", show_default=True, type=Words(*DATOMS_SOURCES),
               help="current or history.")
-@click.option("--limit", type=int, default=100, show_default=True, help="Items per page (1-1000).")
+@click.option("--limit", type=int, default=DATOMS_LIMIT, show_default=True,
+              help=f"Items per page (1-{DATOMS_MAX_LIMIT}).")
 @click.option("--cursor", metavar="C", help="The next_cursor of the previous page.")
-@click.option("--at", type=_WhenParam(), help=AT_HELP)
+@click.option("--at", type=WhenParam(), help=AT_HELP)
 @click.pass_context
 def datoms(ctx, index, components, source, limit, cursor, at):
     """Page one index (eavt, avet, vaet) in key order."""
-    parts = [] if components is None else _json_argument(components, "--components")
+    parts = [] if components is None else parse_json_argument(components, "--components")
     if not isinstance(parts, list):
         raise ValueTypeError("--components must be a JSON array", "pass --components '[\"ada\", \"person/name\"]'")
-    _run(ctx, RO, lambda db: _view(db, at).datoms(index, parts, source=source, limit=limit, cursor=cursor))
+    run_and_print(ctx, RO, lambda db: _view(db, at).datoms(index, parts, source=source, limit=limit, cursor=cursor))
 
 
 @cli.command()
 @common_options
 @click.option("--text", help="Words that must all occur (keyword list, BM25 order).")
 @click.option("--vector", metavar="JSON", help="The query embedding as a JSON array (vector list, cosine order).")
-@click.option("--k", type=int, default=10, show_default=True, help="Hits to return (1-100).")
-@click.option("--expand", type=int, default=0, show_default=True, help="Levels of ref neighbours to add (0-3).")
+@click.option("--k", type=int, default=SEARCH_K, show_default=True, help=f"Hits to return (1-{SEARCH_MAX_K}).")
+@click.option("--expand", type=int, default=SEARCH_EXPAND, show_default=True,
+              help=f"Levels of ref neighbours to add (0-{SEARCH_MAX_EXPAND}).")
 @click.option("--vector-attribute", metavar="ATTR", help="The vector attribute to search (needed with --vector).")
 @click.option("--text-attribute", "text_attributes", metavar="ATTR", multiple=True,
               help="Search only this text attribute; repeatable.")
@@ -92,10 +96,10 @@ def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filt
     from fgraph.bridges import embed  # its subprocess machinery only for this command
     options = embed.search_options(
         text=text, embed_cmd=embed_cmd, k=k, expand=expand, vector_attribute=vector_attribute,
-        vector=None if vector is None else _json_argument(vector, "--vector"),
-        filters=[_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes),
+        vector=None if vector is None else parse_json_argument(vector, "--vector"),
+        filters=[parse_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes),
         match=match)
-    _run(ctx, RO, lambda db: db.search(**options))
+    run_and_print(ctx, RO, lambda db: db.search(**options))
 
 
 @cli.command()
@@ -105,7 +109,7 @@ def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filt
 @click.pass_context
 def schema(ctx, prefix, system):
     """Print the schema page: attributes (declared, effective, observed), shapes and their digest."""
-    _run(ctx, RO, lambda db: db.schema(prefix, include_system=system))
+    run_and_print(ctx, RO, lambda db: db.schema(prefix, include_system=system))
 
 
 @cli.command("schema-export")
@@ -113,7 +117,7 @@ def schema(ctx, prefix, system):
 @click.pass_context
 def schema_export(ctx):
     """Print the declared schema as a schema/1 manifest (for review in git)."""
-    _run(ctx, RO, lambda db: db.schema_manifest())
+    run_and_print(ctx, RO, lambda db: db.schema_manifest())
 
 
 @cli.command("schema-check")
@@ -123,7 +127,7 @@ def schema_export(ctx):
 def schema_check(ctx, src):
     """Compare a schema/1 manifest (a file, inline JSON, @file or -) with the database; exits 0 on drift."""
     manifest = ingest.read_json_argument(src, sys.stdin, "SRC")
-    _run(ctx, RO, lambda db: db.check_schema_manifest(manifest))
+    run_and_print(ctx, RO, lambda db: db.check_schema_manifest(manifest))
 
 
 @cli.command("schema-apply")
@@ -135,8 +139,8 @@ def schema_check(ctx, src):
 def schema_apply(ctx, src, operation_id, if_basis_tx):
     """Make the declared schema equal a schema/1 manifest (a file, inline JSON, @file or -), in one transaction."""
     manifest = ingest.read_json_argument(src, sys.stdin, "SRC")
-    _run(ctx, RW, lambda db: db.apply_schema_manifest(manifest, operation_id=operation_id,
-                                                      if_basis_tx=if_basis_tx))
+    run_and_print(ctx, RW, lambda db: db.apply_schema_manifest(manifest, operation_id=operation_id,
+                                                               if_basis_tx=if_basis_tx))
 
 
 @cli.command()
@@ -151,9 +155,10 @@ def schema_apply(ctx, src, operation_id, if_basis_tx):
 @click.pass_context
 def shape(ctx, name, required, allowed, closed, open_, operation_id, if_basis_tx):
     """Create or replace a shape (required and allowed attributes) in one transaction."""
-    closed = bool(_pair(ctx, closed, open_, "--closed", "--open"))
-    _run(ctx, RW, lambda db: db.declare_shape(name, required=list(required), allowed=list(allowed), closed=closed,
-                                              operation_id=operation_id, if_basis_tx=if_basis_tx))
+    closed = bool(flag_pair(ctx, closed, open_, "--closed", "--open"))
+    run_and_print(ctx, RW, lambda db: db.declare_shape(name, required=list(required), allowed=list(allowed),
+                                                       closed=closed, operation_id=operation_id,
+                                                       if_basis_tx=if_basis_tx))
 
 
 @cli.command()
@@ -162,17 +167,18 @@ def shape(ctx, name, required, allowed, closed, open_, operation_id, if_basis_tx
 @click.pass_context
 def validate(ctx, ref):
     """Check one entity against its shape; exits 0 even when it is invalid."""
-    _run(ctx, RO, lambda db: db.validate(_ref(ref)))
+    run_and_print(ctx, RO, lambda db: db.validate(parse_ref(ref)))
 
 
 @cli.command()
 @common_options
-@click.option("--since", type=_TimeParam(), metavar="TX|TIME",
+@click.option("--since", type=TimeParam(), metavar="TX|TIME",
               help="Only changes after this transaction, RFC 3339 time or duration (24h, 7d; longer than the "
                    "store's life: all) [default: all].")
-@click.option("--limit", type=int, default=10, show_default=True,
-              help="Items at most: changes, or entities with --by entity (1-10000).")
-@click.option("--budget", type=int, default=3000, show_default=True, help="Characters at most (100-100000).")
+@click.option("--limit", type=int, default=CONTEXT_LIMIT, show_default=True,
+              help=f"Items at most: changes, or entities with --by entity (1-{CONTEXT_MAX_LIMIT}).")
+@click.option("--budget", type=int, default=CONTEXT_BUDGET, show_default=True,
+              help=f"Characters at most ({CONTEXT_MIN_BUDGET}-{CONTEXT_MAX_BUDGET}).")
 @click.option("--format", "format_", type=click.Choice(["markdown", "json"]), default="markdown",
               show_default=True, help="Markdown text for a prompt, or the same items as JSON.")
 @click.option("--entity", metavar="SEL", help="Only changes of this entity (a name or an id).")
@@ -193,9 +199,10 @@ def context(ctx, since, limit, budget, format_, entity, by, type_):
     Example: fgraph context --since 24h --limit 20 --budget 2000
     Example: fgraph context --by entity --type decision
     """
-    call = lambda db: db.context(since, budget, limit=limit, entity=None if entity is None else _ref(entity),  # noqa: E731
+    call = lambda db: db.context(since, budget, limit=limit,  # noqa: E731
+                                 entity=None if entity is None else parse_ref(entity),
                                  format=format_, by=by, type=type_)
-    if format_ == "markdown" and not ctx.meta.get(_JSON):
-        _run_text(ctx, RO, lambda db: call(db)["text"])
+    if format_ == "markdown" and not ctx.meta.get(JSON_KEY):
+        run_and_write_text(ctx, RO, lambda db: call(db)["text"])
     else:
-        _run(ctx, RO, call)
+        run_and_print(ctx, RO, call)

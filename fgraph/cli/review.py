@@ -9,8 +9,8 @@ import sys
 import click
 
 from fgraph.bridges import reviewing
-from fgraph.cli.base import (_DB, _JSON, EXIT_ERROR, EXIT_OK, RW, _print_result, _remember, _result, _write_line,
-                             cli, common_options)
+from fgraph.cli.base import (DB_KEY, JSON_KEY, EXIT_ERROR, EXIT_OK, RW, print_result, remember_in_meta,
+                             open_and_call, write_line, cli, common_options)
 from fgraph.cli.completion import PATH
 from fgraph.cli.paths import resolve_db_path
 
@@ -18,7 +18,7 @@ from fgraph.cli.paths import resolve_db_path
 @cli.command()
 @common_options
 @click.argument("stream", type=PATH)
-@click.option("--against", metavar="DB", type=PATH, expose_value=False, callback=_remember(_DB),
+@click.option("--against", metavar="DB", type=PATH, expose_value=False, callback=remember_in_meta(DB_KEY),
               help="The receiver to review against (the same as --db).")
 @click.option("--digest", is_flag=True, help="Print only the BLAKE3 digest of the stream's exact bytes "
               "(for apply --expect-digest); no database is opened.")
@@ -35,14 +35,14 @@ def review(ctx, stream, digest):
     """
     if digest:
         result = reviewing.digest_stream(stream, sys.stdin)
-        _write_line(result["digest"]) if not ctx.meta.get(_JSON) else _print_result(ctx, result)
+        write_line(result["digest"]) if not ctx.meta.get(JSON_KEY) else print_result(ctx, result)
         return EXIT_OK
-    reviewing.require_receiver(resolve_db_path(ctx.meta.get(_DB), os.environ))
-    result = _result(ctx, RW, lambda db: reviewing.review_stream(db, stream, sys.stdin))
-    if ctx.meta.get(_JSON):
-        _print_result(ctx, result)
+    reviewing.require_receiver(resolve_db_path(ctx.meta.get(DB_KEY), os.environ))
+    result = open_and_call(ctx, RW, lambda db: reviewing.review_stream(db, stream, sys.stdin))
+    if ctx.meta.get(JSON_KEY):
+        print_result(ctx, result)
     else:
-        _write_line(reviewing.review_markdown(result))
+        write_line(reviewing.review_markdown(result))
     return EXIT_OK if result["would_apply"] else EXIT_ERROR
 
 
@@ -73,5 +73,5 @@ def verify_stream(ctx, stream, chain):
     Example: fgraph verify-stream memory.events.ndjson --chain memory.chain
     """
     result = reviewing.verify_chained(stream, chain, sys.stdin)
-    _print_result(ctx, result)
+    print_result(ctx, result)
     return EXIT_OK if result["intact"] else EXIT_ERROR
