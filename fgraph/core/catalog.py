@@ -6,9 +6,17 @@ so no caller builds whole-table caches and cost stays flat as history grows.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Literal, cast
+
 import apsw
 
 from fgraph.core.genesis import A_AT, A_IMPORTED_AT
+
+if TYPE_CHECKING:
+    # A registry row: (name, gid, created_tx).
+    IdentityRow = tuple[str | None, bytes | None, int]
+    # What ``event_row`` reads of an event: (event_hash, operation_id, request_hash).
+    EventRow = tuple[bytes, str | None, bytes | None]
 
 
 class IdentityCache:
@@ -26,12 +34,12 @@ class IdentityCache:
 
     LIMIT = 4096  # entries per generation; at 20,000 peak RSS grew 12% from 10k to 100k events, at 4,096 it is flat
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.by_name: dict[str, int] = {}
         self.by_gid: dict[bytes, int] = {}
-        self.rows: dict[int, tuple] = {}      # id -> (name, gid, created_tx)
+        self.rows: dict[int, IdentityRow] = {}      # id -> (name, gid, created_tx)
         self.transactions: set[int] = set()
-        self._old: tuple = ({}, {}, {}, set())
+        self._old: tuple[dict[str, int], dict[bytes, int], dict[int, IdentityRow], set[int]] = ({}, {}, {}, set())
 
     def trim(self) -> None:
         """Keep memory flat on long streams: past LIMIT entries the current generation becomes the old one."""
@@ -51,7 +59,7 @@ class IdentityCache:
         if ident == created_tx:
             self.transactions.add(ident)
 
-    def row(self, ident: int) -> tuple | None:
+    def row(self, ident: int) -> IdentityRow | None:
         found = self.rows.get(ident)
         if found is None:
             found = self._old[2].get(ident)
@@ -65,14 +73,15 @@ class IdentityCache:
     def with_gid(self, gid: bytes) -> int | None:
         return self._find(self.by_gid, 1, gid)
 
-    def _find(self, current: dict, generation_index: int, key) -> int | None:
+    def _find(self, current: dict[str, int] | dict[bytes, int], generation_index: Literal[0, 1],
+              key: Any) -> int | None:
         ident = current.get(key)
         if ident is None or ident not in self.rows:
             ident = self._old[generation_index].get(key)
             row = None if ident is None else self._old[2].get(ident)
             if row is None:
                 return None
-            self._revive(ident, row)
+            self._revive(ident, row)  # type: ignore[arg-type]  # row is None whenever ident is
         return ident
 
     def is_transaction(self, ident: int) -> bool:
@@ -84,7 +93,7 @@ class IdentityCache:
             return True
         return False
 
-    def _revive(self, ident: int, row: tuple) -> None:
+    def _revive(self, ident: int, row: IdentityRow) -> None:
         self.trim()
         self.rows[ident] = row
         if row[0] is not None:
@@ -114,7 +123,7 @@ class Catalog:
         for queries this class does not wrap."""
         return self.conn
 
-    def _visible(self, row) -> bool:
+    def _visible(self, row: IdentityRow | None) -> bool:
         return row is not None and (self.basis is None or row[2] <= self.basis)
 
     # -- identities -------------------------------------------------------
@@ -183,27 +192,30 @@ class Catalog:
         return found
 
     def next_id(self) -> int:
-        return self.conn.execute("SELECT value FROM fgraph_meta WHERE key = 'next_id'").fetchone()[0]
+        value: int = self.conn.execute("SELECT value FROM fgraph_meta WHERE key = 'next_id'").fetchone()[0]  # type: ignore[index]  # genesis writes the row
+        return value
 
     # -- transactions -----------------------------------------------------
     def latest_tx(self) -> int:
         if self.basis is not None:
             return self.basis
-        return self.conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]
+        latest: int = self.conn.execute("SELECT max(tx) FROM fgraph_events").fetchone()[0]  # type: ignore[index]  # max() always has a row, genesis a value
+        return latest
 
     def tx_before(self, tx: int) -> int:
-        row = self.conn.execute("SELECT max(tx) FROM fgraph_events WHERE tx < ?", (tx,)).fetchone()
+        row: tuple[int | None] = self.conn.execute(  # type: ignore[assignment]  # max() always has a row
+            "SELECT max(tx) FROM fgraph_events WHERE tx < ?", (tx,)).fetchone()
         return row[0] if row[0] is not None else tx
 
     def tx_at(self, tx: int) -> int | None:
         """The transaction's own fgraph/at (its self-receipt)."""
-        row = self.conn.execute(
+        row: tuple[int] | None = self.conn.execute(
             "SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
             (tx, A_AT, tx)).fetchone()
         return row[0] if row else None
 
     def imported_at(self, tx: int) -> int | None:
-        row = self.conn.execute(
+        row: tuple[int] | None = self.conn.execute(
             "SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ? AND a = ? AND tx = ?",
             (tx, A_IMPORTED_AT, tx)).fetchone()
         return row[0] if row else None
@@ -215,6 +227,8 @@ class Catalog:
         (a, t, v) index downwards from ``instant`` is the answer.
         """
         limit = basis if basis is not None else self.basis
+        e: int
+        tx: int
         for (e, tx) in self.conn.execute(
                 "SELECT e, tx FROM fgraph_facts WHERE a = ? AND t = 5 AND v <= ? ORDER BY v DESC",
                 (A_AT, instant)):
@@ -222,15 +236,18 @@ class Catalog:
                 return tx
         return None
 
-    def event_row(self, tx: int):
+    def event_row(self, tx: int) -> EventRow | None:
         """(event_hash, operation_id, request_hash) of transaction ``tx``, or None."""
-        return self.conn.execute(
+        row: EventRow | None = self.conn.execute(
             "SELECT event_hash, operation_id, request_hash FROM fgraph_events WHERE tx = ?",
             (tx,)).fetchone()
+        return row
 
-    def operation(self, operation_id: str):
-        return self.conn.execute(
+    def operation(self, operation_id: str) -> tuple[int, bytes | None] | None:
+        """(tx, request_hash) of the transaction committed under ``operation_id``, or None."""
+        row: tuple[int, bytes | None] | None = self.conn.execute(
             "SELECT tx, request_hash FROM fgraph_events WHERE operation_id = ?", (operation_id,)).fetchone()
+        return row
 
     # -- facts ------------------------------------------------------------
     def live_values(self, e: int, a: int) -> list[tuple[int, object, int, int]]:
@@ -246,7 +263,8 @@ class Catalog:
 
     def fact_tx(self, fact_id: int) -> int:
         """The transaction that asserted a fact."""
-        return self.conn.execute("SELECT tx FROM fgraph_facts WHERE id = ?", (fact_id,)).fetchone()[0]
+        tx: int = self.conn.execute("SELECT tx FROM fgraph_facts WHERE id = ?", (fact_id,)).fetchone()[0]  # type: ignore[index]  # the fact exists
+        return tx
 
     def live_attributes(self, e: int) -> list[int]:
         return [row[0] for row in self.conn.execute(
@@ -258,14 +276,16 @@ class Catalog:
 
     def live_refs_to(self, target: int) -> list[tuple[int, int, int]]:
         """(fact id, e, a) of live ref facts pointing at ``target``."""
-        return self.conn.execute(
+        return cast("list[tuple[int, int, int]]", self.conn.execute(
             "SELECT id, e, a FROM fgraph_facts WHERE v = ? AND t = 0 AND rx IS NULL ORDER BY id",
-            (target,)).fetchall()
+            (target,)).fetchall())
 
     def has_live_attribute(self, a: int) -> bool:
         return self.conn.execute(
             "SELECT 1 FROM fgraph_facts WHERE a = ? AND rx IS NULL LIMIT 1", (a,)).fetchone() is not None
 
-    def blob(self, key: bytes):
-        row = self.conn.execute("SELECT data FROM fgraph_blobs WHERE hash = ?", (key,)).fetchone()
+    def blob(self, key: bytes) -> str | bytes | None:
+        """The data of an indirect value (text for long text, bytes otherwise), or None."""
+        row: tuple[str | bytes] | None = self.conn.execute("SELECT data FROM fgraph_blobs WHERE hash = ?",
+                                                           (key,)).fetchone()
         return row[0] if row else None

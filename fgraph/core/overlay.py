@@ -17,6 +17,8 @@ ends where it would have.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -24,6 +26,9 @@ from fgraph.core.catalog import Catalog, IdentityCache
 from fgraph.core.genesis import A_AT
 from fgraph.core.rows import FTS_TAGS, Rows
 from fgraph.core.values import INDIRECT_TAGS, TAG_TEXT
+
+if TYPE_CHECKING:
+    from fgraph.core.catalog import EventRow, IdentityRow
 
 DELETED = 0   # ``Overlay.ended`` value of a stored fact a nohistory retraction deletes
 
@@ -35,23 +40,24 @@ class Overlay:
         self.conn, self.cache = conn, cache
         row = conn.execute("SELECT max((SELECT coalesce(max(seq), 0) FROM sqlite_sequence "
                            "WHERE name = 'fgraph_facts'), (SELECT coalesce(max(id), 0) FROM fgraph_facts))").fetchone()
-        self.next_fact_id = row[0] + 1
+        self.next_fact_id: int = row[0] + 1  # type: ignore[index]  # max() always has a row
         self._reset()
 
     def _reset(self) -> None:
-        self.ids: dict[int, tuple] = {}                # id -> (name, gid, created_tx)
+        self.ids: dict[int, IdentityRow] = {}          # id -> (name, gid, created_tx)
         self.by_name: dict[str, int] = {}
         self.by_gid: dict[bytes, int] = {}
-        self.events: dict[int, tuple] = {}             # tx -> (hash, payload, operation_id, request_hash)
+        # tx -> (hash, payload, operation_id, request_hash)
+        self.events: dict[int, tuple[bytes, str | None, str | None, bytes | None]] = {}
         self.txs: list[int] = []                       # ascending
         self.receipts: dict[int, int] = {}             # tx -> its own fgraph/at
-        self.facts: dict[int, list] = {}               # fact id -> [e, a, v, t, tx, rx], ascending ids
-        self.live: dict[tuple, dict] = {}              # (e, a) -> {fact id: None}, pending live facts
-        self.by_value: dict[tuple, list] = {}          # (a, t, v) -> pending fact ids
+        self.facts: dict[int, list[Any]] = {}          # fact id -> [e, a, v, t, tx, rx], ascending ids
+        self.live: dict[tuple[int, int], dict[int, None]] = {}    # (e, a) -> {fact id: None}, pending live facts
+        self.by_value: dict[tuple[int, int, Any], list[int]] = {}  # (a, t, v) -> pending fact ids
         self.dropped: list[int] = []                   # pending facts deleted again (nohistory)
-        self.texts: dict[int, object] = {}             # pending live text facts -> FTS text
-        self.ended: dict[int, tuple] = {}              # stored fact id -> (rx or DELETED, t)
-        self.blobs: dict[bytes, bytes] = {}
+        self.texts: dict[int, str] = {}                # pending live text facts -> FTS text
+        self.ended: dict[int, tuple[int, int]] = {}    # stored fact id -> (rx or DELETED, t)
+        self.blobs: dict[bytes, str | bytes] = {}
         self.next_id: int | None = None
         self.value_bytes = 0                           # text, bytes and blobs held: the other memory bound
         self.stored_before_registered: set[int] = set()   # entities of facts the last flush wrote
@@ -87,7 +93,8 @@ class Overlay:
         self.stored_before_registered = flushed
 
     # -- recording (BufferedRows) -------------------------------------------------------
-    def add_fact(self, e: int, a: int, v, t: int, blob, tx: int, rx) -> int:
+    def add_fact(self, e: int, a: int, v: Any, t: int, blob: Any, tx: int, rx: int | None) -> int:
+        # ``v`` and ``blob`` have the types tag ``t`` gives them (see Rows.fact)
         fact_id = self.next_fact_id
         self.next_fact_id += 1
         self.facts[fact_id] = [e, a, v, t, tx, rx]
@@ -116,7 +123,7 @@ class Overlay:
         if delete:
             self.dropped.append(fact_id)
 
-    def add_identity(self, ident: int, name, gid, created_tx: int) -> None:
+    def add_identity(self, ident: int, name: str | None, gid: bytes | None, created_tx: int) -> None:
         if (gid is not None and gid in self.by_gid) or ident in self.ids:
             raise apsw.ConstraintError("UNIQUE constraint failed: fgraph_ids.gid")
         self.ids[ident] = (name, gid, created_tx)
@@ -129,19 +136,20 @@ class Overlay:
         """Past either bound: time to flush."""
         return len(self) >= rows or self.value_bytes >= value_bytes
 
-    def add_event(self, tx: int, text, digest: bytes, operation_id, request_hash) -> None:
+    def add_event(self, tx: int, text: str | None, digest: bytes, operation_id: str | None,
+                  request_hash: bytes | None) -> None:
         self.events[tx] = (digest, text, operation_id, request_hash)
         if text is not None:
             self.value_bytes += len(text)
         self.txs.append(tx)
 
     # -- reads (OverlayCatalog) -----------------------------------------------------------
-    def live_facts(self, e: int, a: int) -> list:
+    def live_facts(self, e: int, a: int) -> list[tuple[int, object, int, int]]:
         facts = self.facts
         return [(fact_id, facts[fact_id][2], facts[fact_id][3], facts[fact_id][4])
                 for fact_id in self.live.get((e, a), ())]
 
-    def live_holders(self, a: int, v, t: int) -> list[int]:
+    def live_holders(self, a: int, v: object, t: int) -> list[int]:
         facts = self.facts
         return [facts[fact_id][0] for fact_id in self.by_value.get((a, t, v), ()) if facts[fact_id][5] is None]
 
@@ -155,20 +163,20 @@ class BufferedRows(Rows):
         super().__init__(overlay.conn)
         self.overlay = overlay
 
-    def fact(self, e, a, v, t, blob, tx, rx=None) -> int:
+    def fact(self, e: int, a: int, v: Any, t: int, blob: str | bytes | None, tx: int, rx: int | None = None) -> int:
         return self.overlay.add_fact(e, a, v, t, blob, tx, rx)
 
-    def retract(self, fact_id, v, t, tx, *, delete):
+    def retract(self, fact_id: int, v: Any, t: int, tx: int, *, delete: bool) -> bytes | None:
         self.overlay.end_fact(fact_id, t, tx, delete)
         return v if delete and t in INDIRECT_TAGS else None
 
-    def free_blobs(self, keys) -> None:
+    def free_blobs(self, keys: Iterable[bytes | None]) -> None:
         keys = list(keys)
         if keys:
             self.overlay.flush()      # whether a blob is orphaned is a question for the whole table
             super().free_blobs(keys)
 
-    def identities(self, rows) -> None:
+    def identities(self, rows: Iterable[tuple[int, str | None, bytes | None, int]]) -> None:
         rows = list(rows)
         gids = [row[2] for row in rows if row[2] is not None]
         if len(set(gids)) != len(gids):
@@ -176,7 +184,8 @@ class BufferedRows(Rows):
         for row in rows:
             self.overlay.add_identity(*row)
 
-    def event(self, tx, text, digest, operation_id=None, request_hash=None) -> None:
+    def event(self, tx: int, text: str | None, digest: bytes, operation_id: str | None = None,
+              request_hash: bytes | None = None) -> None:
         self.overlay.add_event(tx, text, digest, operation_id, request_hash)
 
     def next_id(self, value: int) -> None:
@@ -195,23 +204,23 @@ class OverlayCatalog(Catalog):
         return self.conn
 
     # -- identities -------------------------------------------------------
-    def identity(self, ident: int):
+    def identity(self, ident: int) -> IdentityRow | None:
         row = self.overlay.ids.get(ident)
         return row if row is not None else super().identity(ident)
 
-    def id_by_name(self, name: str):
+    def id_by_name(self, name: str) -> int | None:
         found = self.overlay.by_name.get(name)
         return found if found is not None else super().id_by_name(name)
 
-    def id_by_gid(self, gid: bytes):
+    def id_by_gid(self, gid: bytes) -> int | None:
         found = self.overlay.by_gid.get(gid)
         return found if found is not None else super().id_by_gid(gid)
 
-    def name_of(self, ident: int):
+    def name_of(self, ident: int) -> str | None:
         row = self.overlay.ids.get(ident)
         return row[0] if row is not None else super().name_of(ident)
 
-    def gid_of(self, ident: int):
+    def gid_of(self, ident: int) -> bytes | None:
         row = self.overlay.ids.get(ident)
         return row[1] if row is not None else super().gid_of(ident)
 
@@ -232,28 +241,28 @@ class OverlayCatalog(Catalog):
         index = bisect.bisect_left(txs, tx)
         return txs[index - 1] if index > 0 else super().tx_before(tx)
 
-    def tx_at(self, tx: int):
+    def tx_at(self, tx: int) -> int | None:
         found = self.overlay.receipts.get(tx)
         return found if found is not None else super().tx_at(tx)
 
-    def imported_at(self, tx: int):
+    def imported_at(self, tx: int) -> int | None:
         self.settled()
         return super().imported_at(tx)
 
-    def tx_for_instant(self, instant: int, basis: int | None = None):
+    def tx_for_instant(self, instant: int, basis: int | None = None) -> int | None:
         self.settled()
         return super().tx_for_instant(instant, basis)
 
-    def event_row(self, tx: int):
+    def event_row(self, tx: int) -> EventRow | None:
         found = self.overlay.events.get(tx)  # (hash, payload, operation_id, request_hash)
         return (found[0], found[2], found[3]) if found is not None else super().event_row(tx)
 
-    def operation(self, operation_id: str):
+    def operation(self, operation_id: str) -> tuple[int, bytes | None] | None:
         self.settled()
         return super().operation(operation_id)
 
     # -- facts ------------------------------------------------------------
-    def live_values(self, e: int, a: int) -> list:
+    def live_values(self, e: int, a: int) -> list[tuple[int, object, int, int]]:
         ended = self.overlay.ended
         # An identity registered in this batch has no stored facts yet (unless a flush inside its
         # commit wrote them before it was registered): no query.
@@ -265,7 +274,7 @@ class OverlayCatalog(Catalog):
         pending = self.overlay.live_facts(e, a)
         return stored + pending if pending else stored
 
-    def live_owners(self, a: int, v, t: int) -> list[int]:
+    def live_owners(self, a: int, v: object, t: int) -> list[int]:
         ended = self.overlay.ended
         stored = [e for fact_id, e in self.conn.execute(
             "SELECT id, e FROM fgraph_facts WHERE a = ? AND t = ? AND v = ? AND rx IS NULL ORDER BY id", (a, t, v))
@@ -280,7 +289,7 @@ class OverlayCatalog(Catalog):
         self.settled()
         return super().live_attributes(e)
 
-    def live_refs_to(self, target: int):
+    def live_refs_to(self, target: int) -> list[tuple[int, int, int]]:
         self.settled()
         return super().live_refs_to(target)
 
@@ -288,6 +297,6 @@ class OverlayCatalog(Catalog):
         self.settled()
         return super().has_live_attribute(a)
 
-    def blob(self, key: bytes):
+    def blob(self, key: bytes) -> str | bytes | None:
         found = self.overlay.blobs.get(key)
         return found if found is not None else super().blob(key)

@@ -11,11 +11,15 @@ written two ways.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from fgraph.core.hashing import sha256
 from fgraph.core.values import INDIRECT_TAGS, TAG_LONG_TEXT, TAG_TEXT
+
+if TYPE_CHECKING:
+    from fgraph.core.types import SQLValue
 
 FTS_TAGS = (TAG_TEXT, TAG_LONG_TEXT)
 _INDIRECT_LIST = ", ".join(str(t) for t in INDIRECT_TAGS)
@@ -43,8 +47,9 @@ class Rows:
         (a speculation's writes run in savepoints): a no-op update that the block rolls back."""
         self.conn.execute("UPDATE fgraph_meta SET value = value WHERE key = 'next_id'")
 
-    def fact(self, e: int, a: int, v, t: int, blob: str | bytes | None, tx: int, rx: int | None = None) -> int:
-        """Insert one fact row (and its blob and FTS row); returns the fact id."""
+    def fact(self, e: int, a: int, v: Any, t: int, blob: str | bytes | None, tx: int, rx: int | None = None) -> int:
+        """Insert one fact row (and its blob and FTS row); returns the fact id. (``v`` is the column
+        value, of the type its tag ``t`` says; ``blob`` is the text or bytes of an indirect value.)"""
         conn = self.conn
         if blob is not None and t in INDIRECT_TAGS:
             conn.execute("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)", (v, blob))
@@ -55,7 +60,7 @@ class Rows:
                          (fact_id, v if t == TAG_TEXT else blob))
         return fact_id
 
-    def retract(self, fact_id: int, v, t: int, tx: int, *, delete: bool) -> object | None:
+    def retract(self, fact_id: int, v: Any, t: int, tx: int, *, delete: bool) -> bytes | None:
         """End one live fact at ``tx`` — or delete it (nohistory, 07 §1). Returns the blob key
         the row no longer holds, for ``free_blobs``."""
         conn = self.conn
@@ -67,26 +72,26 @@ class Rows:
             conn.execute("DELETE FROM fgraph_fts WHERE rowid = ?", (fact_id,))
         return v if delete and t in INDIRECT_TAGS else None
 
-    def delete_facts(self, rows: Iterable[tuple[int, object, int]]) -> set:
+    def delete_facts(self, rows: Iterable[tuple[int, Any, int]]) -> set[bytes | None]:
         """Delete fact rows ``(id, v, t)`` outright (excise); returns the blob keys they held."""
-        freed = set()
+        freed: set[bytes | None] = set()
         for fact_id, v, t in rows:
             freed.add(self.retract(fact_id, v, t, 0, delete=True))
         freed.discard(None)
         return freed
 
-    def free_blobs(self, keys: Iterable) -> None:
+    def free_blobs(self, keys: Iterable[bytes | None]) -> None:
         """Drop the blobs among ``keys`` that no fact row refers to any more."""
         for key in keys:
             self.conn.execute(_FREE_BLOB, (key, key))
 
     # -- many rows at once (a bulk apply's flush) ----------------------------------------
-    def facts_with_ids(self, rows: Iterable[tuple]) -> None:
+    def facts_with_ids(self, rows: Iterable[tuple[SQLValue, ...]]) -> None:
         """Insert ``(id, e, a, v, t, tx, rx)`` fact rows whose ids the caller allocated in
         AUTOINCREMENT order (no FTS rows, no blobs: see ``index_facts`` and ``blobs``)."""
         self.conn.executemany("INSERT INTO fgraph_facts (id, e, a, v, t, tx, rx) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def blobs(self, rows: Iterable[tuple[bytes, bytes]]) -> None:
+    def blobs(self, rows: Iterable[tuple[bytes, str | bytes]]) -> None:
         """Store ``(hash, data)`` blobs that are not stored yet."""
         self.conn.executemany("INSERT OR IGNORE INTO fgraph_blobs (hash, data) VALUES (?, ?)", rows)
 
@@ -105,7 +110,7 @@ class Rows:
         """Delete fact rows by id (nohistory retractions), without touching FTS or blobs."""
         self.conn.executemany("DELETE FROM fgraph_facts WHERE id = ?", ((i,) for i in fact_ids))
 
-    def events(self, rows: Iterable[tuple]) -> None:
+    def events(self, rows: Iterable[tuple[SQLValue, ...]]) -> None:
         """Insert ``(tx, hash, payload, operation_id, request_hash)`` event rows."""
         self.conn.executemany("INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) "
                               "VALUES (?, ?, ?, ?, ?)", rows)
@@ -140,7 +145,7 @@ class Rows:
                      (event_text, event_hash(event_text), genesis_tx))
 
     # -- full-text index maintenance ----------------------------------------------------
-    def index_texts(self, select_rowid_text: str, params: tuple = ()) -> None:
+    def index_texts(self, select_rowid_text: str, params: tuple[SQLValue, ...] = ()) -> None:
         """Add FTS rows for ``SELECT rowid, text …`` (genesis, doctor's rebuild)."""
         self.conn.execute(f"INSERT INTO fgraph_fts (rowid, text) {select_rowid_text}", params)
 
