@@ -5,6 +5,8 @@ The error types are imported at once (they are small and every caller needs them
 the CLI asking for ``--help``, a test importing one module — does not load the whole engine.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from fgraph.core.errors import (
     Conflict,
     FgraphError,
@@ -18,6 +20,12 @@ from fgraph.core.errors import (
     ValueTypeError,
 )
 from fgraph.version import __version__
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers (importing them here would load the engine)
+    from fgraph.core.mappings import TxReport as TxReport
+    from fgraph.db import Db as Db, connect as connect, restore_backup as restore_backup
+    from fgraph.query.datalog.results import Result as Result
+    from fgraph.query.search.run import SearchResult as SearchResult
 
 # The published runtime's names (spec 11 §3), so code written against it imports unchanged.
 # ``TypeError`` is only an attribute of the package: no module of ours shadows the built-in.
@@ -36,7 +44,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'fgraph' has no attribute {name!r}")
@@ -46,5 +54,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))

@@ -36,6 +36,17 @@ DEFAULT_QUERY_BUDGET = 100_000       # work units of one query (--query-budget, 
 CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET = 3000, 100_000, 100   # characters of `context`
 CONTEXT_LIMIT, CONTEXT_MAX_LIMIT = 10, 10_000                                # items of `context`
 CONTEXT_COUNT_CAP = CONTEXT_MAX_LIMIT + 1                                      # items `context` counts before "or more"
+DATOMS_LIMIT, DATOMS_MAX_LIMIT = 100, 1000                                     # entries of one `datoms` page
+
+# 13 — search
+SEARCH_K, SEARCH_MAX_K = 10, 100              # hits of one search
+SEARCH_EXPAND, SEARCH_MAX_EXPAND = 0, 3       # levels of ref neighbours a search adds
+
+# writes in batches: `add --batch-size`, `import`, `sync`
+MAX_BATCH_SIZE = 10_000              # records of one batch of `add` or `import` (one transaction each)
+IMPORT_BATCH = 500                   # records per transaction of `import` unless told
+SYNC_BATCH = 500                     # events per batch of `sync` unless told
+SYNC_INTERVAL = 0.5                  # seconds between two polls of `sync --follow` unless told
 
 # issue 29 item 7 — what one request of `fgraph browse` may take (docs/browse.md, Limits)
 BROWSE_TIME_LIMIT_MS = 2000          # one statement, from its start to its last row (also Datasette's sql_time_limit_ms)
@@ -48,11 +59,19 @@ BROWSE_STOP_SECONDS = 0.5            # after SIGTERM or Ctrl-C, how long running
 # issue 29 item 14 — one line of `fgraph mcp`'s stdio wire (docs/mcp.md, M7); above the largest event
 MCP_MESSAGE_BYTES = 4 * MAX_EVENT_BYTES
 
+# 10 — what one MCP tool call may ask for and one answer may hold (fgraph/mcp/specs.py, docs/mcp.md)
+MCP_RESPONSE_BYTES = 262_144                        # canonical JSON of one tool envelope or resource body (§3.4)
+MCP_PAGE_LIMIT = 100                                # rows of a why, history, datoms or schema page: default and most
+MCP_RECALL_K, MCP_RECALL_MAX_K = 10, 20             # hits of `recall`
+MCP_RECALL_MAX_EXPAND = 2                           # levels of ref neighbours `recall` may add (none unless asked)
+MCP_ABOUT_DEPTH, MCP_ABOUT_MAX_DEPTH = 1, 2         # levels of refs `about` pulls
+MCP_QUERY_LIMIT, MCP_QUERY_MAX_LIMIT = 100, 1000    # rows of `query` when q states no limit, and at most
+
 # 03 §7 — identifiers: lowercase, hyphenated RFC 4122, version 1–5, variant 10
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 
 
-def is_subsequence(part: list, whole) -> bool:
+def is_subsequence(part: list[object], whole: object) -> bool:
     """Every item of ``part`` occurs in ``whole`` in the same order (created-list checks)."""
     if not isinstance(whole, list):
         return False

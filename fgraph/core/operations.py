@@ -14,12 +14,11 @@ from fgraph.core import values
 from fgraph.core.errors import Conflict, NotFound, SchemaError, ValueTypeError
 from fgraph.core.genesis import (SYSTEM_MAX)
 from fgraph.core.names import ATTRIBUTE_RE
-from fgraph.core.selectors import Handle, NewIdent, ValueKey
+from fgraph.core.selectors import Handle, NewIdent, Slot, ValueKey
 from fgraph.core.types import JSON
 
 if TYPE_CHECKING:
     from fgraph.core.catalog import Catalog
-    from fgraph.core.plan import Slot
     from fgraph.core.values import Value
 
 

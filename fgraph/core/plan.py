@@ -4,7 +4,7 @@ The planner keeps a working set per (entity, attribute) over the live state,
 loaded lazily through indexed lookups. New identities are placeholders until the
 plan is final; unused anonymous ones are dropped and the ids compacted.
 
-The planner is split on its seams: selectors and identities in selectors.py, the operations in
+The planner is split on its seams: selectors, identities and slots in selectors.py, the operations in
 operations.py (both base classes of ``Planner``), the final-state checks in constraints.py (a
 part, by composition), names in names.py and the schema cache in schema_cache.py.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Literal, overload
 
 from fgraph.core import values
 from fgraph.core.catalog import Catalog
@@ -24,7 +24,8 @@ from fgraph.core.values import RefWire, Value
 from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.core.schema_cache import SchemaCache
 from fgraph.core.operations import Operations
-from fgraph.core.selectors import Handle, Identities, NewIdent as NewIdent, ValueKey  # noqa: F401 - NewIdent is part of the planner's interface
+# NewIdent and Slot are part of the planner's interface (imported from here), hence the redundant aliases
+from fgraph.core.selectors import Handle, Identities, NewIdent as NewIdent, Policy, Slot as Slot, ValueKey
 from fgraph.core.types import JSON
 
 OPERATIONS = ("assert", "retract", "cas")
@@ -36,16 +37,6 @@ def nohistory_of(schema: dict[str, Any]) -> bool:
     return schema["nohistory"] == 1 or (schema["nohistory"] is None and schema["type"] == "vector")
 
 
-class Policy(Protocol):
-    """What a planner asks of its policy (``WritePolicy``, ``core.replay.ReplayPolicy``)."""
-
-    @property
-    def replaying(self) -> bool: ...
-
-    @property
-    def allocation_closed(self) -> bool: ...
-
-
 class WritePolicy:
     """How a plan may make identities: a direct write may allocate freely and may not refer to
     transactions as plain refs; a replay changes both (``core.replay.ReplayPolicy``)."""
@@ -55,32 +46,6 @@ class WritePolicy:
 
 
 DIRECT_WRITE = WritePolicy()
-
-
-class Slot:
-    """The working values of one (entity, attribute) during planning, over its live rows."""
-    __slots__ = ("e", "a", "live", "present", "removed", "items")
-    e: Handle
-    a: Handle
-    live: dict[ValueKey, int]
-    present: dict[ValueKey, tuple[Value, int]]
-    removed: dict[ValueKey, int]
-    items: set[int]
-
-    def __init__(self, e: Handle, a: Handle, live: dict[ValueKey, int]) -> None:
-        self.e, self.a = e, a
-        self.live = live            # key -> fact id (live rows before this transaction)
-        self.present = {}           # key -> (Value, seq): the working values
-        self.removed = {}           # live key -> seq of the removal
-        self.items = set()          # request items that touched this slot
-
-    @classmethod
-    def over(cls, e: Handle, a: Handle, live: dict[ValueKey, int]) -> "Slot":
-        """A slot whose working values start as its live ones."""
-        slot = cls(e, a, live)
-        for k in live:
-            slot.present[k] = (Value(k[0], k[1], None), -1)
-        return slot
 
 
 def read_live(cat: Catalog, e: int, a: int, fact_tx: dict[int, int]) -> dict[ValueKey, int]:

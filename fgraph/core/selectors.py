@@ -2,12 +2,13 @@
 resolved against the basis, and the placeholders of the identities the plan allocates.
 
 A part of ``Planner`` (its base class): the selector rules are one seam of the planner, kept here
-so plan.py holds the working set and the request items.
+so plan.py holds the working set and the request items. ``Slot``, the working values of one
+(entity, attribute), is here too: both bases of the planner work on slots, and plan.py imports them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, overload
 
 from fgraph.core import values
 from fgraph.core.constraints import TYPE_TAGS
@@ -16,11 +17,10 @@ from fgraph.core.genesis import (A_TYPE, A_UNIQUE, SYSTEM_MAX, system_names)
 from fgraph.core.limits import INT64_MAX, INT64_MIN
 from fgraph.core.names import check_attribute_name, check_name
 from fgraph.core.types import JSON
+from fgraph.core.values import Value
 
 if TYPE_CHECKING:
     from fgraph.core.catalog import Catalog
-    from fgraph.core.plan import Policy, Slot
-    from fgraph.core.values import Value
 
 
 class NewIdent:
@@ -43,6 +43,42 @@ class NewIdent:
 Handle: TypeAlias = int | NewIdent
 # A working value's key in a slot: its tag and column value (a ref to a new identity: its NewIdent).
 ValueKey: TypeAlias = tuple[int, Any]
+
+
+class Slot:
+    """The working values of one (entity, attribute) during planning, over its live rows."""
+    __slots__ = ("e", "a", "live", "present", "removed", "items")
+    e: Handle
+    a: Handle
+    live: dict[ValueKey, int]
+    present: dict[ValueKey, tuple[Value, int]]
+    removed: dict[ValueKey, int]
+    items: set[int]
+
+    def __init__(self, e: Handle, a: Handle, live: dict[ValueKey, int]) -> None:
+        self.e, self.a = e, a
+        self.live = live            # key -> fact id (live rows before this transaction)
+        self.present = {}           # key -> (Value, seq): the working values
+        self.removed = {}           # live key -> seq of the removal
+        self.items = set()          # request items that touched this slot
+
+    @classmethod
+    def over(cls, e: Handle, a: Handle, live: dict[ValueKey, int]) -> "Slot":
+        """A slot whose working values start as its live ones."""
+        slot = cls(e, a, live)
+        for k in live:
+            slot.present[k] = (Value(k[0], k[1], None), -1)
+        return slot
+
+
+class Policy(Protocol):
+    """What a planner asks of its policy (``plan.WritePolicy``, ``core.replay.ReplayPolicy``)."""
+
+    @property
+    def replaying(self) -> bool: ...
+
+    @property
+    def allocation_closed(self) -> bool: ...
 
 
 class Identities:
