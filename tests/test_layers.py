@@ -155,7 +155,6 @@ TESTED_BY = {
     "cli/reference.py": ["test_cli_conventions.py"],
     "cli/sync.py": ["test_sync_files.py"],
     "cli/forget.py": ["test_excise.py", "test_sync_reach.py"],
-    "bridges/importers/formats.py": ["test_import.py"],
     "bridges/importers/pipeline.py": ["test_import.py", "test_progress.py"],
     "mcp/resources.py": ["test_mcp.py"],
     "mcp/server.py": ["test_mcp.py", "test_mcp_inspector.py"],

@@ -26,7 +26,7 @@ SUMMARIES = {
     "explain": "Print the plan a query would follow.",
     "get": "Print one entity's live attributes.",
     "history": "Every fact ever asserted for an entity.",
-    "import": "Import an MCP memory file or a JSONL decision log.",
+    "import": "Import another tool's memory file, idempotently.",
     "info": "Statistics and the latest transaction.",
     "init": "Create the database if needed; print statistics.",
     "mcp": "Serve the database to agents over MCP (stdio).",

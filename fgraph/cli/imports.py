@@ -1,4 +1,8 @@
-"""The ``fgraph import`` command (issue 16); it registers itself on the ``cli`` group when imported."""
+"""The ``fgraph import`` command (issue 16); it registers itself on the ``cli`` group when imported.
+
+The FORMAT choice, the help's list of formats and its example are read from the import registry
+when they are shown, so a format registered at run time is offered like a built-in one.
+"""
 
 from __future__ import annotations
 
@@ -7,40 +11,75 @@ import sys
 import click
 
 from fgraph.bridges.importers import pipeline as importing
+from fgraph.bridges.importers import registry
 from fgraph.cli.completion import PATH
 from fgraph.cli.base import RW, _print_result, _result, cli, common_options, provenance_options
 from fgraph.bridges.add.data_source import open_data
 from fgraph.cli.progress import progress
 
+_HELP_HEAD = "Import another tool's memory file (FILE, or '-' for stdin), idempotently."
+_HELP_TAIL = ("Bad records are skipped and listed with where they are (line numbers for a line format); "
+              "re-importing changes nothing. With --mirror the source's facts follow FILE: what the tool "
+              "deleted is retracted.")
 
-@cli.command("import")
+
+def import_help() -> str:
+    """The command's help: the registered formats with their description and example."""
+    rows = []
+    for name, importer in registry.FORMATS.items():
+        mirror = " Supports --mirror." if "mirror" in importer.options else ""
+        rows += [f"- {name}: {importer.description}{mirror}", f"  {importer.example}"]
+    first = next(iter(registry.FORMATS.values()), None)
+    example = f"\n\n\b\nExample: {first.example}" if first is not None else ""
+    return "\n\n".join([_HELP_HEAD, "\b\nFORMAT is one of:\n" + "\n".join(rows), _HELP_TAIL]) + example
+
+
+class _FormatChoice(click.Choice):
+    """FORMAT: the registered format names, read each time they are needed (parse, usage, completion)."""
+
+    def __init__(self):
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple:
+        return tuple(registry.FORMATS)
+
+    @choices.setter
+    def choices(self, _given) -> None:   # click's __init__ stores the choices; the registry holds them
+        pass
+
+
+class _ImportCommand(click.Command):
+    """``import``, whose help is made from the registry when it is read."""
+
+    @property
+    def help(self) -> str:
+        return import_help()
+
+    @help.setter
+    def help(self, _docstring) -> None:   # click's __init__ stores the docstring; the help is made instead
+        pass
+
+
+@cli.command("import", cls=_ImportCommand)
 @common_options
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(["mcp-memory", "jsonl-log"]))
+@click.argument("fmt", metavar="FORMAT", type=_FormatChoice())
 @click.argument("file", metavar="FILE", type=PATH)
 @click.option("--batch-size", type=click.IntRange(1, importing.MAX_BATCH), default=importing.DEFAULT_BATCH,
               show_default=True, help="Records per all-or-nothing write.")
 @click.option("--dry-run", is_flag=True, help="Check and count everything; write nothing.")
-@click.option("--strict", is_flag=True, help="Refuse the whole file, writing nothing, if any line would be skipped.")
+@click.option("--strict", is_flag=True, help="Refuse the whole file, writing nothing, if any record would be skipped.")
 @click.option("--mirror", is_flag=True,
-              help="mcp-memory: also retract this source's observations, relations and entities that FILE no "
-                   "longer holds (history keeps them), in one all-or-nothing write; --batch-size does not apply.")
+              help="For a format that supports it: also retract this source's facts that FILE no longer holds "
+                   "(history keeps them), in one all-or-nothing write; --batch-size does not apply.")
 @provenance_options
 @click.pass_context
 def import_(ctx, fmt, file, batch_size, dry_run, strict, mirror, provenance=None):
-    """Import another tool's memory file (FILE, or '-' for stdin), idempotently.
-
-    FORMAT is mcp-memory (the MCP memory server's memory.jsonl) or jsonl-log (decision logs).
-    Bad lines are skipped and listed with their numbers; re-importing changes nothing.
-    With --mirror the source's facts follow FILE: what the server deleted is retracted.
-
-    \b
-    Example: fgraph --db team.db import mcp-memory memory.jsonl --by alice
-    """
     given = provenance or {}
     job = importing.ImportJob(fmt, "stdin" if file == "-" else file, batch_size=batch_size, dry_run=dry_run,
                               strict=strict, by=given.get("by"), source=given.get("source"),
                               meta=given.get("meta"), has_meta="meta" in given, mirror=mirror)
     with open_data("-" if file == "-" else "@" + file, sys.stdin) as data:
-        with progress(f"importing {job.origin}", unit="lines") as bar:
-            result = _result(ctx, RW, lambda db: importing.run_import(db, job, data, on_line=lambda _: bar.advance()))
+        with progress(f"importing {job.origin}", unit="items") as bar:
+            result = _result(ctx, RW, lambda db: importing.run_import(db, job, data, on_item=lambda _: bar.advance()))
         _print_result(ctx, result)  # once the display is gone: the result starts on its own line

@@ -16,7 +16,7 @@ import pytest
 
 import fgraph
 from fgraph.core.values import parse_instant
-from fgraph.bridges.importers.formats import relation_attribute
+from fgraph.bridges.importers.records import relation_attribute
 from tests.support.paths import FIXTURES as ALL_FIXTURES
 
 FIXTURES = ALL_FIXTURES / "import"

@@ -15,7 +15,7 @@ import pytest
 
 import fgraph
 from fgraph.bridges.add.data_source import open_data
-from fgraph.bridges.importers.formats import relation_attribute
+from fgraph.bridges.importers.records import relation_attribute
 from fgraph.bridges.importers.pipeline import ImportJob, run_import
 from fgraph.core.errors import FgraphError, ValueTypeError
 from tests.support.paths import FIXTURES
@@ -178,13 +178,13 @@ def test_another_writer_between_plan_and_write_is_planned_again(store):
     write(path, without(ADA, "born 1815"), BABBAGE, ENGINE, WORKED, DESIGNED)
     job = ImportJob("mcp-memory", str(path), mirror=True)
 
-    def meanwhile(number: int) -> None:
-        if number == 1:
+    def meanwhile(where) -> None:
+        if where == 1:
             with fgraph.connect(db.path, clock=CLOCK) as other:
                 other.retract("Engine", "memory/observation", "never finished", by="bob")
 
     with open_data("@" + str(path), None) as data:
-        report = run_import(db, job, data, on_line=meanwhile)
+        report = run_import(db, job, data, on_item=meanwhile)
     assert (report["reasserted"], report["retracted"]["observations"]) == (1, 1)
     assert db.entity("Engine")["memory/observation"] == ["never finished"]
     assert db.entity("Ada")["memory/observation"] == ["wrote notes"]

@@ -107,7 +107,7 @@ COMMANDS = {
     "restore-backup": (["--db", "a.db", "restore-backup", "saved.db", "back.db"], ["back.db"],
                        [r"restoring saved\.db: copying +\d+\.\d kB", "restoring saved.db: verifying",
                         "restoring saved.db: digest", "digest of back.db"]),
-    "import": (["--db", "d.db", "import", "jsonl-log", "decisions.jsonl"], ["d.db"], [r"importing .* \d+ lines"]),
+    "import": (["--db", "d.db", "import", "jsonl-log", "decisions.jsonl"], ["d.db"], [r"importing .* \d+ items"]),
     "add": (["--db", "e.db", "add", "@many.ndjson"], ["e.db"],
             [r"adding: checking +\d+ lines", rf"adding: writing .*\d+/{RECORDS} records"]),
     "doctor": (["--db", "a.db", "--json", "doctor"], [], ["checking"]),

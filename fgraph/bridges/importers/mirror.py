@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator
 
 from fgraph.core.canonical import dumps
-from fgraph.bridges.importers.formats import NAME, OBSERVATION, TYPE, event_uuid
+from fgraph.bridges.importers.records import NAME, OBSERVATION, TYPE, event_uuid
 
 SINGLE_VALUED = (NAME, TYPE)
 PAGE = 1000                     # datoms per page (the most ``Db.datoms`` gives)

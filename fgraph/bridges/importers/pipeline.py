@@ -1,19 +1,20 @@
 """``fgraph import FORMAT FILE``: other tools' memory files into a store, idempotently.
 
-Every valid line becomes one event/1 record (``fgraph.bridges.importers.formats``) and batches of
-them are applied through the library (``Db.apply_summary``): each batch is one all-or-nothing
-write, each record keeps its own ``by``, ``source`` (file and line) and time, and a record
+The format's importer (``registry``) turns the source into items, each a record's event/1 record
+or a bad item with where it is; batches of the records are applied through the library
+(``Db.apply_summary``): each batch is one all-or-nothing write, each record keeps its own ``by``,
+``source`` (``LABEL:WHERE``, the file and line for a line-based format) and time, and a record
 imported before is recognised by its event UUID and counted, not written again.
 
-Lines that are not records of the format are skipped and listed with their line numbers, as
-these logs' own tools do; identical repeats of an earlier line are skipped too. The result is
-a health summary ``{lines, imported, already_imported, skipped, corrupt, problems, ...}``.
-``strict`` checks the whole file first and refuses it, writing nothing, when any line would be
-skipped; ``dry_run`` applies everything and rolls it back.
+Bad items are skipped and listed with where they are (line numbers for a line-based format), as
+these logs' own tools do; identical repeats of an earlier record are skipped too. The result is
+a health summary ``{items, imported, already_imported, skipped, corrupt, problems, ...}``, with
+``lines`` too for a line-based format. ``strict`` checks the whole source first and refuses it,
+writing nothing, when any item would be skipped; ``dry_run`` applies everything and rolls it back.
 
-``mirror`` (mcp-memory only, ``fgraph.bridges.importers.mirror``) also retracts the facts of this
-source that the file no longer holds, in one write with the additions: the file is read and
-planned at one basis (a line that is not a record refuses the whole file), then read again
+``mirror`` (for the formats that support it; ``fgraph.bridges.importers.mirror``) also retracts
+the facts of this source that the file no longer holds, in one write with the additions: the
+file is read and planned at one basis (a bad item refuses the whole file), then read again
 inside the write, which plans anew only if another writer committed in between. Nothing to
 change means no write at all, as for a plain re-import.
 """
@@ -22,15 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from fgraph.core.canonical import dumps, loads
-from fgraph.core.errors import FgraphError, NotFound, ValueTypeError
-from fgraph.bridges.importers import formats as import_formats
+from fgraph.bridges.add.data_source import DataSource
 from fgraph.bridges.importers import mirror as import_mirror
-from fgraph.bridges.add.data_source import BadLine, DataSource
-from fgraph.bridges.importers.formats import BadRecord
+from fgraph.bridges.importers import registry
+from fgraph.bridges.importers.items import BadItem, ImportContext, Where, describe
+from fgraph.core.canonical import dumps
+from fgraph.core.errors import FgraphError, NotFound, ValueTypeError
 
 DEFAULT_BATCH, MAX_BATCH = 500, 10_000
-PROBLEM_LIST_CAP = 100  # the counts stay exact; the list of problem lines is capped
+PROBLEM_LIST_CAP = 100  # the counts stay exact; the list of problems is capped
+OnItem = Callable[[Where], None]
 
 
 class ImportJob:
@@ -39,11 +41,10 @@ class ImportJob:
     def __init__(self, fmt: str, origin: str, *, batch_size: int = DEFAULT_BATCH, dry_run: bool = False,
                  strict: bool = False, by=None, source=None, meta=None, has_meta: bool = False,
                  mirror: bool = False):
-        if fmt not in import_formats.FORMATS:
-            raise ValueTypeError(f"import format {fmt!r} is unknown", "choose mcp-memory or jsonl-log")
-        if mirror and fmt != "mcp-memory":
-            raise ValueTypeError(f"--mirror is for mcp-memory files, not {fmt}",
-                                 "decision logs only grow: import them without --mirror")
+        self.importer = registry.importer(fmt)
+        if mirror and "mirror" not in self.importer.options:
+            raise ValueTypeError(f"--mirror is for {registry.choices(registry.supporting('mirror'))} files, not {fmt}",
+                                 f"a {fmt} source is imported additively: import it without --mirror")
         if mirror and source is None and origin == "stdin":
             raise ValueTypeError("a mirror import from stdin needs a --source label",
                                  "name the source (--source LABEL) the same way every time: the label says "
@@ -55,49 +56,54 @@ class ImportJob:
         self.by, self.source_label = by, source or origin
         self.meta = meta if has_meta else None
 
+    def context(self, at: int) -> ImportContext:
+        return ImportContext(at=at, label=self.source_label, by=self.by, meta=self.meta)
 
-def run_import(db, job: ImportJob, data: DataSource, *, on_line: Callable[[int], None] | None = None) -> dict:
-    """Import ``data`` into ``db``; returns the health summary (see the module docstring)."""
-    at = db.now()  # mcp-memory records carry no time: one reading stamps the whole run
+
+def run_import(db, job: ImportJob, data: DataSource, *, on_item: OnItem | None = None) -> dict:
+    """Import ``data`` into ``db``; returns the health summary (see the module docstring).
+    ``on_item(where)`` is called for each item read (progress)."""
+    context = job.context(db.now())  # records that carry no time: one reading stamps the whole run
     if job.strict:
-        health = _Health()
-        for _ in _events(job, data, at, health):
+        health = _Health(job)
+        for _ in _records(job, context, data, health):
             pass
         if health.skipped or health.corrupt:
-            first = health.problems[0]
+            where, _, reason = health.problems[0]
             raise ValueTypeError(
-                f"{job.origin}: {health.skipped + health.corrupt} of {health.lines} lines are not importable "
-                f"(first: line {first['line']}, {first['reason']}); nothing was written",
-                "fix those lines, or import without --strict to skip them")
+                f"{job.origin}: {health.skipped + health.corrupt} of {health.extent()} are not importable "
+                f"(first: {describe(where)}, {reason}); nothing was written",
+                f"fix those {health.unit}, or import without --strict to skip them")
     if job.mirror:
-        return _run_mirror(db, job, data, at, on_line)
-    health = _Health()
+        return _run_mirror(db, job, context, data, on_item)
+    health = _Health(job)
     batch: list = []
-    for number, event in _events(job, data, at, health):
-        if on_line is not None:
-            on_line(number)
+    for where, event in _records(job, context, data, health, on_item):
         if _known(db, event["event"]):
             health.already_imported += 1
             continue
-        batch.append((number, dumps(event)))
+        batch.append((where, dumps(event)))
         if len(batch) == job.batch_size:
             _apply(db, job, batch, health)
             batch = []
     if batch:
         _apply(db, job, batch, health)
-    return health.summary(db.latest_tx(), job)
+    return health.summary(db.latest_tx())
 
 
 class _Health:
-    """What became of each line: the counts and the first problems, for the summary."""
+    """What became of each item: the counts and the first problems, for the summary."""
 
-    def __init__(self):
-        self.lines = self.imported = self.already_imported = self.skipped = self.corrupt = self.batches = 0
+    def __init__(self, job: ImportJob):
+        self.job = job
+        self.unit = "lines" if job.importer.line_based else "items"
+        self.items = self.lines = self.imported = self.already_imported = self.skipped = self.corrupt = 0
+        self.batches = 0
         self.conflicts = 0  # only a dry run counts them; a real import stops at the first
-        self.problems: list = []
-        self.seen: dict = {}  # event UUID -> first line, to skip repeats inside one file
+        self.problems: list[tuple[Where, str, str]] = []
+        self.seen: dict = {}  # event UUID -> where it was first, to skip repeats inside one source
 
-    def problem(self, number: int, kind: str, reason: str) -> None:
+    def problem(self, where: Where, kind: str, reason: str) -> None:
         if kind == "corrupt":
             self.corrupt += 1
         elif kind == "conflict":
@@ -105,42 +111,40 @@ class _Health:
         else:
             self.skipped += 1
         if len(self.problems) < PROBLEM_LIST_CAP:
-            self.problems.append({"line": number, "kind": kind, "reason": reason})
+            self.problems.append((where, kind, reason))
 
-    def summary(self, basis_tx: int, job: ImportJob) -> dict:
-        return {"format": job.fmt, "file": job.origin, "lines": self.lines, "imported": self.imported,
+    def extent(self) -> str:
+        """How much was read, for a message: ``18 lines`` (blank ones included) or ``7 items``."""
+        return f"{self.lines if self.job.importer.line_based else self.items} {self.unit}"
+
+    def summary(self, basis_tx: int) -> dict:
+        job = self.job
+        problems = [{"line" if isinstance(where, int) else "at": where, "kind": kind, "reason": reason}
+                    for where, kind, reason in self.problems]
+        return {"format": job.fmt, "file": job.origin, "items": self.items,
+                **({"lines": self.lines} if job.importer.line_based else {}), "imported": self.imported,
                 "already_imported": self.already_imported, "skipped": self.skipped, "corrupt": self.corrupt,
-                "problems": self.problems, "batches": self.batches, "basis_tx": basis_tx, "dry_run": job.dry_run,
+                "problems": problems, "batches": self.batches, "basis_tx": basis_tx, "dry_run": job.dry_run,
                 **({"conflicts": self.conflicts} if job.dry_run else {})}
 
 
-def _events(job: ImportJob, data: DataSource, at: int, health: _Health) -> Iterator[tuple[int, dict]]:
-    """``(line number, event)`` of every importable line; the others are noted in ``health``."""
-    for number, line in data.lines_with_faults():  # blank lines are not yielded, but they are counted
-        health.lines = number
-        if isinstance(line, BadLine):   # undecodable or oversized: one bad line, not the end of the import
-            health.problem(number, "corrupt", line.reason)
+def _records(job: ImportJob, context: ImportContext, data: DataSource, health: _Health,
+             on_item: OnItem | None = None) -> Iterator[tuple[Where, dict]]:
+    """``(where, event)`` of every importable item; the others are noted in ``health``."""
+    for item in job.importer.items(data, context):
+        health.items += 1
+        if on_item is not None:
+            on_item(item.where)
+        if isinstance(item, BadItem):
+            health.problem(item.where, "corrupt", item.reason)
             continue
-        try:
-            record = loads(line)
-        except FgraphError as exc:
-            health.problem(number, "corrupt", exc.message)
+        first = health.seen.setdefault(item.event["event"], item.where)
+        if first != item.where:
+            health.problem(item.where, "skipped", f"repeats {describe(first)}")
             continue
-        source = f"{job.source_label}:{number}"
-        try:
-            if job.fmt == "mcp-memory":
-                event = import_formats.mcp_memory_event(record, at=at, source=source, by=job.by, meta=job.meta)
-            else:
-                event = import_formats.jsonl_log_event(record, source=source, by=job.by, meta=job.meta)
-        except BadRecord as exc:
-            health.problem(number, "corrupt", exc.reason)
-            continue
-        first = health.seen.setdefault(event["event"], number)
-        if first != number:
-            health.problem(number, "skipped", f"repeats line {first}")
-            continue
-        yield number, event
-    health.lines = data.line_count   # trailing blank lines count too (docs/import.md)
+        yield item.where, item.event
+    if job.importer.line_based:
+        health.lines = data.line_count   # the last line's number: blank lines count too (docs/import.md)
 
 
 def _known(db, event_id: str) -> bool:
@@ -156,8 +160,7 @@ def _apply(db, job: ImportJob, batch: list, health: _Health) -> None:
     try:
         summary = db.apply_summary((line for _, line in batch), dry_run=job.dry_run)
     except FgraphError as exc:
-        number = batch[exc.line - 1][0] if exc.line is not None and exc.line <= len(batch) else None
-        where = f"line {number}" if number is not None else "a batch"
+        where = describe(batch[exc.line - 1][0]) if exc.line is not None and exc.line <= len(batch) else "a batch"
         message = exc.message.split(": ", 1)[1] if exc.line is not None else exc.message
         raise type(exc)(f"{job.origin}: {where}: {message}; the batch with it was not written "
                         f"({health.imported} records before it were)", exc.hint) from None
@@ -172,67 +175,66 @@ def _apply(db, job: ImportJob, batch: list, health: _Health) -> None:
 # ----------------------------------------------------------------- mirror
 
 class _MirrorPlan:
-    """What a mirror import writes, read at ``basis``: the lines to write (``new``, or ``again``
-    for a line imported before whose facts are not all live), how many lines are imported and
+    """What a mirror import writes, read at ``basis``: the items to write (``new``, or ``again``
+    for a record imported before whose facts are not all live), how many records are imported and
     live already, and the facts of the source to retract, with their counts by kind."""
 
     def __init__(self, basis: int):
         self.basis = basis
-        self.lines: dict[int, str] = {}
+        self.writes_at: dict[Where, str] = {}
         self.complete = 0
         self.retract: list = []
         self.counts = dict.fromkeys(import_mirror.RETRACTED_KINDS, 0)
 
     @property
     def writes(self) -> bool:
-        return bool(self.lines or self.retract)
+        return bool(self.writes_at or self.retract)
 
 
-def _plan_mirror(db, job: ImportJob, data: DataSource, at: int, health: _Health, on_line=None) -> _MirrorPlan:
+def _plan_mirror(db, job: ImportJob, context: ImportContext, data: DataSource, health: _Health,
+                 on_item: OnItem | None = None) -> _MirrorPlan:
     plan = _MirrorPlan(db.latest_tx())
-    keys: set = set()   # the file's fact keys, 16 bytes each: the one thing held per line of the file
-    for number, event in _events(job, data, at, health):
-        if on_line is not None:
-            on_line(number)
+    keys: set = set()   # the file's fact keys, 16 bytes each: the one thing held per record of the file
+    for where, event in _records(job, context, data, health, on_item):
         keys.update(import_mirror.event_keys(event))
         if not _known(db, event["event"]):
-            plan.lines[number] = "new"
+            plan.writes_at[where] = "new"
         elif import_mirror.holds_all(db, event):
             plan.complete += 1
         else:
-            plan.lines[number] = "again"
+            plan.writes_at[where] = "again"
     if health.corrupt:
-        first = next((p for p in health.problems if p["kind"] == "corrupt"), None)
-        shown = f" (first: line {first['line']}, {first['reason']})" if first is not None else ""
+        first = next(((where, reason) for where, kind, reason in health.problems if kind == "corrupt"), None)
+        shown = f" (first: {describe(first[0])}, {first[1]})" if first is not None else ""
         raise ValueTypeError(
-            f"{job.origin}: {health.corrupt} of {health.lines} lines are not records of the format{shown}; "
+            f"{job.origin}: {health.corrupt} of {health.extent()} are not records of the format{shown}; "
             "nothing was written",
-            "a mirror retracts what the file does not hold, so it must read every line: fix those lines, "
-            "or import without --mirror to skip them")
+            f"a mirror retracts what the file does not hold, so it must read every record: fix those "
+            f"{health.unit}, or import without --mirror to skip them")
     plan.retract, plan.counts = import_mirror.retractions(db, job.source_label, keys)
     return plan
 
 
 class _MirrorRun:
     """The event lines of a mirror import, made while ``Db.apply_summary`` reads them, that is
-    inside its one write transaction: retractions first, then the lines to write."""
+    inside its one write transaction: retractions first, then the records to write."""
 
-    def __init__(self, db, job: ImportJob, data: DataSource, at: int, plan: _MirrorPlan):
-        self.db, self.job, self.data, self.at, self.plan = db, job, data, at, plan
-        self.numbers: list = []   # the file line of each stream line (None: a retraction event)
+    def __init__(self, db, job: ImportJob, context: ImportContext, data: DataSource, plan: _MirrorPlan):
+        self.db, self.job, self.context, self.data, self.plan = db, job, context, data, plan
+        self.places: list = []   # where each stream line's record is in the file (None: a retraction event)
         self.imported = self.again = 0
 
     def lines(self) -> Iterator[str]:
-        job = self.job
+        job, context = self.job, self.context
         if self.db.latest_tx() != self.plan.basis:   # another writer came in between: plan again, under the lock
-            self.plan = _plan_mirror(self.db, job, self.data, self.at, _Health())
+            self.plan = _plan_mirror(self.db, job, context, self.data, _Health(job))
         plan = self.plan
-        for event in import_mirror.retraction_events(plan.retract, at=self.at, label=job.source_label,
+        for event in import_mirror.retraction_events(plan.retract, at=context.at, label=job.source_label,
                                                      basis=plan.basis, by=job.by, meta=job.meta):
-            self.numbers.append(None)
+            self.places.append(None)
             yield dumps(event)
-        for number, event in _events(job, self.data, self.at, _Health()):
-            status = plan.lines.get(number)
+        for where, event in _records(job, context, self.data, _Health(job)):
+            status = plan.writes_at.get(where)
             if status is None:
                 continue
             if status == "again":
@@ -240,22 +242,26 @@ class _MirrorRun:
                 self.again += 1
             else:
                 self.imported += 1
-            self.numbers.append(number)
+            self.places.append(where)
             yield dumps(event)
 
+    def place(self, stream_line: int | None):
+        """Where the record of one line of the applied stream is (None: a retraction event, or unknown)."""
+        return self.places[stream_line - 1] if stream_line is not None and stream_line <= len(self.places) else None
+
     def failed(self, exc: FgraphError) -> FgraphError:
-        number = self.numbers[exc.line - 1] if exc.line is not None and exc.line <= len(self.numbers) else None
-        where = f"line {number}" if number is not None else "retracting what the file no longer holds"
+        where = self.place(exc.line)
+        shown = describe(where) if where is not None else "retracting what the file no longer holds"
         message = exc.message.split(": ", 1)[1] if exc.line is not None else exc.message
-        return type(exc)(f"{self.job.origin}: {where}: {message}; nothing was written (a mirror import is one "
+        return type(exc)(f"{self.job.origin}: {shown}: {message}; nothing was written (a mirror import is one "
                          "write)", exc.hint)
 
 
-def _run_mirror(db, job: ImportJob, data: DataSource, at: int, on_line) -> dict:
-    health = _Health()
+def _run_mirror(db, job: ImportJob, context: ImportContext, data: DataSource, on_item: OnItem | None) -> dict:
+    health = _Health(job)
     with db.at(db.latest_tx()) as view:   # one basis for the whole plan, whoever writes meanwhile
-        plan = _plan_mirror(view, job, data, at, health, on_line)
-    run = _MirrorRun(db, job, data, at, plan)
+        plan = _plan_mirror(view, job, context, data, health, on_item)
+    run = _MirrorRun(db, job, context, data, plan)
     if plan.writes:
         try:
             summary = db.apply_summary(run.lines(), dry_run=job.dry_run)
@@ -263,7 +269,7 @@ def _run_mirror(db, job: ImportJob, data: DataSource, at: int, on_line) -> dict:
             raise run.failed(exc) from None
         health.batches = 1
         for conflict in summary.get("conflicts", ()):
-            health.problem(run.numbers[conflict["line"] - 1] or 0, "conflict", conflict["message"])
+            health.problem(run.place(conflict["line"]) or 0, "conflict", conflict["message"])
     health.imported, health.already_imported = run.imported, run.plan.complete
-    return {**health.summary(db.latest_tx(), job), "mirror": True, "reasserted": run.again,
+    return {**health.summary(db.latest_tx()), "mirror": True, "reasserted": run.again,
             "retracted": run.plan.counts}
