@@ -36,7 +36,7 @@ def render(group: click.Group) -> str:
             out += ["| option | meaning |", "|---|---|"]
             out += [f"| `{_cell(flags)}` | {_cell(text)} |" for flags, text in rows]
             out.append("")
-        example = _example(command)
+        example = example_of(command)
         if example:
             out += ["Example:", "", "```", example, "```", ""]
     return "\n".join(out).rstrip("\n") + "\n"
@@ -50,7 +50,7 @@ def _description(command: click.Command) -> str:
     return text
 
 
-def _example(command: click.Command) -> str | None:
+def example_of(command: click.Command) -> str | None:
     for text in (command.help or "", command.epilog or ""):
         lines = [line.strip() for line in text.split("\n")]
         for index, line in enumerate(lines):

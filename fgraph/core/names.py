@@ -16,13 +16,13 @@ SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 # Names already found valid: a stream or a busy writer checks the same few names again and
 # again. Bounded; cleared when full (a cache of a pure function, never a source of truth).
-_VALID_NAMES: set[str] = set()
-_VALID_ATTRIBUTES: set[str] = set()
+KNOWN_NAMES: set[str] = set()
+KNOWN_ATTRIBUTES: set[str] = set()
 KNOWN_NAMES_LIMIT = 8192
 
 
 def check_name(name: object, what: str = "name") -> str:
-    if type(name) is str and name in _VALID_NAMES:
+    if type(name) is str and name in KNOWN_NAMES:
         return name
     if not isinstance(name, str):
         raise ValueTypeError(f"{what} {name!r} is not a string", "use a text name or an id")
@@ -32,18 +32,18 @@ def check_name(name: object, what: str = "name") -> str:
                              "names are 1-512 UTF-8 bytes without control characters")
     if SURROGATE_RE.search(name):
         raise ValueTypeError(f"invalid {what} {name!r}: lone surrogate", "use valid Unicode text")
-    _remember(_VALID_NAMES, name)
+    _remember(KNOWN_NAMES, name)
     return name
 
 
-def _remember(known: set, name: str) -> None:
+def _remember(known: set[str], name: str) -> None:
     if len(known) >= KNOWN_NAMES_LIMIT:
         known.clear()
     known.add(name)
 
 
 def check_attribute_name(name: object) -> str:
-    if type(name) is str and name in _VALID_ATTRIBUTES:
+    if type(name) is str and name in KNOWN_ATTRIBUTES:
         return name
     if not isinstance(name, str) or not ATTRIBUTE_RE.match(name):
         raise SchemaError(f"invalid attribute name {name!r}",
@@ -51,5 +51,5 @@ def check_attribute_name(name: object) -> str:
     if name.startswith("fgraph/") and name not in system_names():
         raise SchemaError(f"attribute {name!r} is in the reserved fgraph/ namespace",
                           "choose another namespace")
-    _remember(_VALID_ATTRIBUTES, name)
+    _remember(KNOWN_ATTRIBUTES, name)
     return name

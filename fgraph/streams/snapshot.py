@@ -57,12 +57,12 @@ def _receipt_line(tx, event_hash, event_data, operation_id, request_hash, at, or
     # and the keys below are in canonical (sorted) order.
     return ('{"receipt":{"at":%d,"created":%s,"event":"%s","event_data":%s,"event_hash":"%s","operation_id":%s,'
             '"origin_at":%d,"request_hash":%s}}') % (
-        at, _plain_json(created) if created else "[]", event, event_data if event_data is not None else "null",
-        event_hash.hex(), _plain_json(operation_id), origin_at,
+        at, plain_json(created) if created else "[]", event, event_data if event_data is not None else "null",
+        event_hash.hex(), plain_json(operation_id), origin_at,
         '"%s"' % request_hash.hex() if request_hash is not None else "null")
 
 
-def _plain_json(value) -> str:
+def plain_json(value) -> str:
     """Canonical JSON of a stored text, None, or list of selectors (names and ``{"eid": uuid}``):
     orjson's text, canonical for these (02 §4); anything else (a damaged row) the canonical encoder."""
     if value is None or type(value) is str or (type(value) is list and all(
@@ -137,7 +137,7 @@ class _UuidCache(dict):
     __call__ = dict.__getitem__
 
 
-class _Instants:
+class InstantFormatter:
     """``format_instant`` with the date remembered: a store's instants fall on few days, and the
     date is most of the cost. A new day is formatted in full, which also checks the range (a
     day inside years 0001..9999 holds only instants inside them)."""
@@ -206,7 +206,7 @@ def _fact_lines(conn, basis: int, cat: Catalog, sel: Selectors, counts: _Counts,
     render, logical_name, indirect, text_json = values.render, values.logical_name, values.INDIRECT_TAGS, orjson.dumps
     tag_text, tag_int, tag_instant, tag_float, tag_ref = values.TAG_TEXT, values.TAG_INT, values.TAG_INSTANT, \
         values.TAG_FLOAT, values.TAG_REF
-    format_instant = _Instants()
+    format_instant = InstantFormatter()
     uuid_of = _UuidCache()
     observe = observer.fact if observer is not None else None
     attribute_texts: dict = {}  # attributes are few and repeat on every fact

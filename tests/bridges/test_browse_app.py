@@ -652,7 +652,7 @@ def test_ctrl_c_is_an_interrupt_even_when_the_serving_task_finished_first(tmp_pa
 
     from fgraph.bridges.browse import app as browse
 
-    server = browse._Server(uvicorn.Config(lambda scope, receive, send: None))
+    server = browse.BrowseServer(uvicorn.Config(lambda scope, receive, send: None))
     server.handle_exit(signal.SIGTERM, None)
     assert server.should_exit and not server.interrupted
     server.handle_exit(signal.SIGINT, None)

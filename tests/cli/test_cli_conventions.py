@@ -54,7 +54,7 @@ def test_each_command_is_loaded_from_the_module_the_group_names():
 def test_every_help_exits_0_with_an_example_that_parses(name):
     result = CliRunner().invoke(cli, [name, "--help"], terminal_width=80)
     assert result.exit_code == 0 and "Example" in result.output, result.output
-    example = cli_reference._example(cli.commands[name])
+    example = cli_reference.example_of(cli.commands[name])
     words = shlex.split(example)
     assert words[0] == "fgraph"
     if words[-2:-1] == [">"]:

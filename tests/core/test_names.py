@@ -38,12 +38,12 @@ def test_invalid_attribute_names(name):
 def test_remembered_names_stay_valid_and_the_memory_is_bounded(monkeypatch):
     from fgraph.core import names
     monkeypatch.setattr(names, "KNOWN_NAMES_LIMIT", 4)
-    names._VALID_NAMES.clear()
-    names._VALID_ATTRIBUTES.clear()
+    names.KNOWN_NAMES.clear()
+    names.KNOWN_ATTRIBUTES.clear()
     for i in range(10):
         assert check_name(f"n{i}") == f"n{i}"
         assert check_attribute_name(f"a/n{i}") == f"a/n{i}"
-        assert len(names._VALID_NAMES) <= 4 and len(names._VALID_ATTRIBUTES) <= 4
+        assert len(names.KNOWN_NAMES) <= 4 and len(names.KNOWN_ATTRIBUTES) <= 4
     for bad in ("", "tab\there"):          # a refused name is never remembered, so it stays refused
         for _ in range(2):
             with pytest.raises(fgraph.ValueTypeError):

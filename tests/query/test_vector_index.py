@@ -123,7 +123,7 @@ def test_the_index_is_never_read_or_written_through_a_link(store, monkeypatch, t
 def test_the_setting_without_the_extra_says_which_extra_to_install(store, monkeypatch):
     db, path, rng = store
     monkeypatch.setenv("FGRAPH_VECTOR_INDEX", "1")
-    monkeypatch.setattr(vector_index, "_usearch", None)
+    monkeypatch.setattr(vector_index, "usearch_module", None)
     monkeypatch.setitem(__import__("sys").modules, "usearch", None)
     with pytest.raises(fgraph.Unsupported, match=r"fgraph\[vectors\]"):
         hits(db, gauss(rng))

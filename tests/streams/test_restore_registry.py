@@ -13,7 +13,7 @@ from fgraph.core.catalog import Catalog
 from fgraph.core.identity import uuid_to_gid
 from fgraph.core.rows import Rows
 from fgraph.streams.restore import registry as restore_registry
-from fgraph.streams.restore.registry import Registry, RowRefused, _payload_bytes
+from fgraph.streams.restore.registry import Registry, RowRefused, receipt_payload_bytes
 
 EVENTS = [f"12345678-1234-4234-8234-{n:012d}" for n in range(1, 6)]
 
@@ -81,5 +81,5 @@ def test_the_payload_cut_from_the_receipt_is_its_canonical_encoding(payload):
     receipt = {"at": 1, "created": ['x","event_data":"', {"eid": "12345678-1234-4234-8234-123456789012"}],
                "event": "12345678-1234-4234-8234-123456789012", "event_data": payload, "event_hash": "0" * 64,
                "operation_id": ',"event_hash":"', "origin_at": 1, "request_hash": "0" * 64}
-    assert _payload_bytes(payload, dumps_bytes({"receipt": receipt})) == dumps_bytes(payload)
-    assert _payload_bytes(payload, None) == dumps_bytes(payload)
+    assert receipt_payload_bytes(payload, dumps_bytes({"receipt": receipt})) == dumps_bytes(payload)
+    assert receipt_payload_bytes(payload, None) == dumps_bytes(payload)

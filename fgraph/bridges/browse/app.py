@@ -294,7 +294,7 @@ def serve(path: str, sock: socket.socket, url: str, *, open_browser: bool = Fals
         raise KeyboardInterrupt
 
 
-class _Server(uvicorn.Server):
+class BrowseServer(uvicorn.Server):
     """uvicorn's server, remembering whether Ctrl-C (SIGINT) ended it, so the CLI exits 130 either way,
     and stopping the guard of its statements on either signal: the running ones are interrupted and
     answered at once, so the graceful shutdown has nothing long to wait for."""
@@ -360,7 +360,7 @@ async def _plain(send, status: int, text: str, headers: list | None = None) -> N
     await send({"type": "http.response.body", "body": body})
 
 
-async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool, allow_sql: bool) -> _Server:
+async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool, allow_sql: bool) -> BrowseServer:
     if not browse_sql.limit_heap(BROWSE_HEAP_BYTES):   # process-wide: set here, in the server, only
         sys.stderr.write("fgraph browse: this Python's sqlite3 cannot limit SQLite's heap; the length, "
                          "answer and time limits still apply\n")
@@ -373,7 +373,7 @@ async def _serve(path: str, sock: socket.socket, url: str, open_browser: bool, a
     # guard's stop; uvicorn then gives up on its answer after BROWSE_STOP_SECONDS and the process ends.
     config = uvicorn.Config(refuse_writes(answer_when_cut(ds.app())), lifespan="on", log_level="warning", access_log=False,
                             timeout_graceful_shutdown=BROWSE_STOP_SECONDS)
-    server = _Server(config, guard)
+    server = BrowseServer(config, guard)
     try:
         await server.serve(sockets=[sock])
     finally:

@@ -14,7 +14,7 @@ under the names this module always had.
 
 from __future__ import annotations
 
-from fgraph.core.agreement import (_DIRECT_TAGS, EXCISION_KEYS, UNKNOWN, Payload, asserting_agrees,  # noqa: F401
+from fgraph.core.agreement import (EXCISION_KEYS, UNKNOWN, Payload, asserting_agrees,  # noqa: F401
                                    fact_key, first_disagreement, key, keys as _keys, render as _render,
                                    retracting_agrees, uuid_text, well_formed)
 from fgraph.core.limits import GENESIS_TX

@@ -41,7 +41,7 @@ MIN_VECTORS = 20_000       # below this many, no index is built (the exact list 
 WIDEST = 512               # candidates per entity of the cap past which the exact list answers instead
 META_LIMIT = 4096
 
-_usearch = None
+usearch_module = None
 
 
 def enabled() -> bool:
@@ -49,15 +49,15 @@ def enabled() -> bool:
 
 
 def _load_usearch():
-    global _usearch
-    if _usearch is None:
+    global usearch_module
+    if usearch_module is None:
         try:
             from usearch import index as module
         except ImportError:
             raise Unsupported("FGRAPH_VECTOR_INDEX=1 needs the usearch package",
                               "install the extra: pip install 'fgraph[vectors]', or unset FGRAPH_VECTOR_INDEX") from None
-        _usearch = module
-    return _usearch
+        usearch_module = module
+    return usearch_module
 
 
 def for_search(conn, a: int, name: str, dims, basis: int):

@@ -13,7 +13,7 @@ answers "maybe" more often, which costs queries, never a wrong answer.
 from __future__ import annotations
 
 BITS = 1 << 23        # 1 MiB of filter
-_MASK = BITS - 1
+MASK = BITS - 1
 
 
 class Absent:
@@ -31,7 +31,7 @@ class Absent:
     def add(self, key) -> None:
         h = hash(key)
         bits = self.bits
-        i, j = h & _MASK, (h >> 32) & _MASK
+        i, j = h & MASK, (h >> 32) & MASK
         bits[i >> 3] |= 1 << (i & 7)
         bits[j >> 3] |= 1 << (j & 7)
 
@@ -39,8 +39,8 @@ class Absent:
         """True only when ``key`` was never added (no false negatives)."""
         h = hash(key)
         bits = self.bits
-        i = h & _MASK
+        i = h & MASK
         if not bits[i >> 3] & (1 << (i & 7)):
             return True
-        j = (h >> 32) & _MASK
+        j = (h >> 32) & MASK
         return not bits[j >> 3] & (1 << (j & 7))

@@ -137,7 +137,7 @@ def checked_payload(r: dict, event: str, origin: int, encoded: bytes | None, reg
     §2.5 step 6): its canonical bytes hash to ``event_hash``, its ``at`` is ``origin_at``, and its
     ``created`` list is the receipt's (or names only identities that already existed)."""
     payload = r["event_data"]
-    raw = _payload_bytes(payload, encoded)
+    raw = receipt_payload_bytes(payload, encoded)
     if hashlib.sha256(raw).hexdigest() != r["event_hash"]:
         raise refused_stream(f"event {event}: its payload does not hash to its event_hash")
     if not isinstance(payload, dict) or payload.get("fgraph") != "event/1" or payload.get("event") != event:
@@ -151,7 +151,7 @@ def checked_payload(r: dict, event: str, origin: int, encoded: bytes | None, reg
     return raw.decode("utf-8")
 
 
-def _payload_bytes(payload, encoded: bytes | None) -> bytes:
+def receipt_payload_bytes(payload, encoded: bytes | None) -> bytes:
     """The canonical bytes of a receipt's payload, cut from the receipt's own canonical bytes
     (``encoded``) instead of encoded a second time: canonical JSON encodes a value the same
     wherever it stands, and a quote inside a string is escaped, so the first ``"event_data":``
