@@ -13,7 +13,7 @@ import click
 from fgraph.bridges.importers import pipeline as importing
 from fgraph.bridges.importers import registry
 from fgraph.cli.completion import PATH
-from fgraph.cli.base import RW, _print_result, _result, cli, common_options, provenance_options
+from fgraph.cli.base import RW, cli, common_options, open_and_call, print_result, provenance_options
 from fgraph.bridges.add.data_source import open_data
 from fgraph.cli.progress import progress
 
@@ -81,5 +81,6 @@ def import_(ctx, fmt, file, batch_size, dry_run, strict, mirror, provenance=None
                               meta=given.get("meta"), has_meta="meta" in given, mirror=mirror)
     with open_data("-" if file == "-" else "@" + file, sys.stdin) as data:
         with progress(f"importing {job.origin}", unit="items") as bar:
-            result = _result(ctx, RW, lambda db: importing.run_import(db, job, data, on_item=lambda _: bar.advance()))
-        _print_result(ctx, result)  # once the display is gone: the result starts on its own line
+            result = open_and_call(ctx, RW,
+                                   lambda db: importing.run_import(db, job, data, on_item=lambda _: bar.advance()))
+        print_result(ctx, result)  # once the display is gone: the result starts on its own line

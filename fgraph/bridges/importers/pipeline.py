@@ -1,4 +1,4 @@
-"""``fgraph import FORMAT FILE``: other tools' memory files into a store, idempotently.
+"""The import pipeline: a format's items applied in batches, idempotently, with a health summary.
 
 The format's importer (``registry``) turns the source into items, each a record's event/1 record
 or a bad item with where it is; batches of the records are applied through the library
