@@ -1,21 +1,20 @@
-"""Shared fixtures: deterministic clock and seed, paths to the shared upstream data and the peer."""
+"""Fixtures every test gets or asks for by name: no ambient FGRAPH_* settings, no connection left open,
+the deterministic clock and seed. Helpers tests import live in tests/support (tests/test_house_rules.py)."""
 
 from __future__ import annotations
 
 import gc
 import os
 import sys
-import pathlib
 import threading
 import weakref
 
 import apsw
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-UPSTREAM = SHARED / "fixtures" / "upstream"
-from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED  # noqa: E402, F401 - re-exported
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+# Only until tests/mcp/test_mcp.py imports it from tests.support.peerlib (issue 46 item 4).
+from tests.support.peerlib import peer_executable  # noqa: F401
 
 
 # Variables that configure the test run itself; every other FGRAPH_* variable is cleared
@@ -23,10 +22,6 @@ from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED  # noqa:
 TEST_SETTINGS = frozenset({"FGRAPH_PEER", "FGRAPH_EXAMPLES", "FGRAPH_HISTORIES", "FGRAPH_HISTORY_SEED",
                            "FGRAPH_HISTORY_SHRINK", "FGRAPH_TORTURE", "FGRAPH_NO_FORK_SERVER", "FGRAPH_QUERIES", "FGRAPH_QUERY_SEED",
                            "FGRAPH_LARGE_QUERIES", "FGRAPH_LARGE_TRANSACTIONS"})
-
-
-def peer_executable() -> str | None:
-    return os.environ.get("FGRAPH_PEER") or None
 
 
 @pytest.fixture(autouse=True)
@@ -68,20 +63,6 @@ def deterministic(monkeypatch):
     monkeypatch.setenv("FGRAPH_EVENT_SEED", CONFORMANCE_SEED)
 
 
-def stepping_clock(start: int = CONFORMANCE_CLOCK):
-    state = [start - 1_000_000]
-
-    def clock() -> int:
-        state[0] += 1_000_000
-        return state[0]
-
-    return clock
-
-
-def requires_upstream():
-    return pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/fixtures/upstream is not present")
-
-
 def pytest_terminal_summary(terminalreporter):
     """How many conformance steps each adapter actually checked (a skipped step checks nothing)."""
     module = sys.modules.get("tests.interop.test_conformance")
@@ -90,6 +71,6 @@ def pytest_terminal_summary(terminalreporter):
     if totals:
         listed = ", ".join(f"{label} {counts[label]}/{n}" for label, n in sorted(totals.items()))
         terminalreporter.write_line(f"conformance steps checked/total per adapter: {listed}")
-    torture = sys.modules.get("tests.torture.common")
+    torture = sys.modules.get("tests.support.torture")
     for line in getattr(torture, "SUMMARY", {}).values():
         terminalreporter.write_line(line)

@@ -14,7 +14,8 @@ import pytest
 import fgraph
 from fgraph.core.canonical import loads
 from fgraph.core.identity import seeded_event_uuid
-from tests.conftest import CONFORMANCE_CLOCK, stepping_clock
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows, core_rows_of
 
 ANY = object()  # a default the spec leaves to the runtime (an "unset" sentinel)

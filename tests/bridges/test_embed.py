@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+
+from tests.support.peerlib import peer_executable
 from tests.support.peerlib import our_executable
 
 ENV = {"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": CONFORMANCE_SEED}

@@ -15,7 +15,7 @@ from fgraph.bridges.add import data_source
 from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
 from fgraph.core.errors import Conflict, FormatError, NotFound, TooLarge, ValueTypeError
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 
 @pytest.fixture

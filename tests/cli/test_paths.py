@@ -11,7 +11,7 @@ import fgraph
 from fgraph.core.errors import FormatError
 from fgraph.cli.paths import DEFAULT_PATH, LEGACY_PATH, resolve_db_path
 from fgraph.core.probe import APPLICATION_ID_OFFSET, USER_VERSION_OFFSET, committed_wal_header, is_initialized
-from tests.conftest import peer_executable
+from tests.support.peerlib import peer_executable
 
 FORMAT_V2 = (1718055521, 2)
 

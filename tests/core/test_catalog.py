@@ -11,7 +11,8 @@ import pytest
 import fgraph
 from fgraph.core.catalog import Catalog, IdentityCache
 from fgraph.core.identity import GENESIS_EVENT, anonymous_eid, seeded_event_uuid
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, stepping_clock
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.clock import stepping_clock
 
 SECOND = 1_000_000
 LONG_TEXT = "long " * 60   # 300 UTF-8 bytes: stored once in fgraph_blobs, tag 8

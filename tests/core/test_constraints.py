@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import fgraph
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows_of
 
 LONG = "y" * 300   # stored as a blob (tag 8), still of type text

@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 
 import fgraph
 from fgraph.core.canonical import loads
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, UPSTREAM, peer_executable, requires_upstream
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.paths import UPSTREAM, requires_upstream
+from tests.support.peerlib import peer_executable
 from tests.support.corerows import core_rows
 from tests.support.runtimes import Runtime
 from tests.support.strategies import SCHEMA, risky_histories

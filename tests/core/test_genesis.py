@@ -13,7 +13,9 @@ import fgraph
 from fgraph.core import genesis, layout
 from fgraph.core.canonical import loads
 from fgraph.core.identity import GENESIS_EVENT, GENESIS_TX
-from tests.conftest import CONFORMANCE_CLOCK, SHARED, UPSTREAM, requires_upstream, stepping_clock
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.paths import SHARED, UPSTREAM, requires_upstream
+from tests.support.clock import stepping_clock
 
 SPEC_FORMAT = SHARED / "spec" / "01-format.md"
 GENESIS_HASH = "1613E2E6BA98AD4CDBB185FC193D02DD2C472737D811ABADF0350D1D5F888191"  # 01 §8, at CONFORMANCE_CLOCK

@@ -15,7 +15,8 @@ import pytest
 import fgraph
 from fgraph.core import layout
 from fgraph.core.connection import open_connection
-from tests.conftest import REPO, SHARED, stepping_clock
+from tests.support.paths import REPO, SHARED
+from tests.support.clock import stepping_clock
 
 SPEC_FORMAT = SHARED / "spec" / "01-format.md"
 REQUIRED = {

@@ -26,7 +26,8 @@ from fgraph.core.overlay import Overlay
 from fgraph.core.replay import Replay
 from fgraph.streams import apply as apply_module
 from fgraph.streams.apply import apply_stream
-from tests.conftest import CONFORMANCE_CLOCK, stepping_clock
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows
 from tests.support.histories import PRELUDE, maps, transactions
 from tests.support.strategies import transaction as simple_transaction

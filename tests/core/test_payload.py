@@ -10,8 +10,8 @@ import pytest
 import fgraph
 from fgraph.core.errors import FormatError
 from fgraph.core.payload import damage, stored_text, verified_text
-from tests.conftest import CONFORMANCE_CLOCK
-from tests.torture.common import cli
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.torture import cli
 
 GOOD = '{"a":"café"}'.encode()
 

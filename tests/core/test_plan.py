@@ -8,7 +8,7 @@ import os
 import pytest
 
 import fgraph
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 
 def seeded():

@@ -11,7 +11,8 @@ import pytest
 
 import fgraph
 from fgraph.core.identity import GENESIS_EVENT, seeded_event_uuid
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, stepping_clock
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.clock import stepping_clock
 
 SECOND = 1_000_000
 T0 = CONFORMANCE_CLOCK          # genesis time

@@ -10,7 +10,8 @@ import fgraph
 from fgraph.core.canonical import dumps
 from fgraph.core.replay import Replay
 from fgraph.core.replay_plan import LeanReplay
-from tests.conftest import CONFORMANCE_CLOCK, stepping_clock
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows
 
 OTHER_EID = "4fdae471-2e64-57b7-bc98-bcc828aa539c"

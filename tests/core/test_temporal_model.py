@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 ENTITIES = ["e1", "e2", "e3"]
 ONE, MANY = "m/one", "m/many"

@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 import fgraph
-from tests.conftest import peer_executable
+from tests.support.peerlib import peer_executable
 from tests.support.constants import CONFORMANCE_CLOCK
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))

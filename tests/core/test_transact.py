@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import fgraph
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows_of
 
 def nested(depth: int):

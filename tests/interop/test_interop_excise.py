@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.peerlib import peer_executable
 from tests.support.peerlib import peer_replay
 from tests.support.strategies import NAMES, SCHEMA, risky_histories as histories
 

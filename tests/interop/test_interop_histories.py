@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from tests.conftest import peer_executable
+from tests.support.peerlib import peer_executable
 from tests.support.corerows import core_rows
 from tests.support.histories import histories
 from tests.support.peerlib import published

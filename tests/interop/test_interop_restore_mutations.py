@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from tests.conftest import UPSTREAM
+from tests.support.paths import UPSTREAM
 from tests.support.runtimes import differential_pair
-from tests.torture.mutations import mutate
+from tests.support.mutations import mutate
 
 FIXTURE = UPSTREAM / "fixtures" / "format-v2.snapshot.ndjson"
 

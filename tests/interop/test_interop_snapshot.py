@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from tests.conftest import peer_executable
+from tests.support.peerlib import peer_executable
 from tests.support.strategies import ATTRS, SCHEMA, risky_histories as histories
 
 pytestmark = [

@@ -35,7 +35,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fgraph
-from tests.conftest import UPSTREAM, peer_executable
+from tests.support.paths import UPSTREAM
+from tests.support.peerlib import peer_executable
 from tests.support.strategies import SCHEMA, risky_histories as histories
 
 pytestmark = [

@@ -8,7 +8,9 @@ import tempfile
 
 import pytest
 
-from tests.conftest import UPSTREAM, peer_executable
+from tests.support.paths import UPSTREAM
+
+from tests.support.peerlib import peer_executable
 
 
 def test_the_named_peer_runs():

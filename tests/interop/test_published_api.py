@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import peer_executable
+from tests.support.peerlib import peer_executable
 from tests.support.paths import SCRIPTS
 
 SCRIPT = SCRIPTS / "published_api.py"

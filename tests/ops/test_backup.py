@@ -17,7 +17,9 @@ import pytest
 
 import fgraph
 from fgraph.core.errors import Conflict, FormatError, NotFound
-from tests.conftest import CONFORMANCE_CLOCK, REPO, peer_executable
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.paths import REPO
+from tests.support.peerlib import peer_executable
 from tests.support.corerows import core_rows
 
 FGRAPH = os.path.join(os.path.dirname(sys.executable), "fgraph")

@@ -87,7 +87,7 @@ def test_the_workers_integrity_rows_are_the_ones_doctor_reports(source, tmp_path
 from fgraph.core import connection  # noqa: E402
 from fgraph.core.txn import read_transaction  # noqa: E402
 from fgraph.ops import doctor  # noqa: E402
-from tests.conftest import peer_executable  # noqa: E402
+from tests.support.peerlib import peer_executable  # noqa: E402
 from tests.ops.test_doctor import DAMAGE, copy_of, damage, template  # noqa: E402,F401 - template is a fixture
 from tests.ops.test_doctor_asserted_lines import ASSERTING_DAMAGE, DECIDED  # noqa: E402
 from tests.ops.test_doctor_worker import retract_side_damage  # noqa: E402

@@ -18,7 +18,8 @@ import fgraph
 from fgraph.cli import main as cli
 from fgraph.ops import doctor
 from fgraph.core.errors import FormatError, ReadOnly
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.peerlib import peer_executable
 
 REPORT_KEYS = set(doctor.REPORT_KEYS)
 LAST = "(SELECT max(tx) FROM fgraph_events)"

@@ -11,7 +11,7 @@ from fgraph.core.canonical import dumps, loads
 from fgraph.ops import doctor
 from fgraph.ops.doctor import restored
 from fgraph.streams.restore import run as restore_module
-from tests.torture.mutations import reseal
+from tests.support.mutations import reseal
 
 
 def test_a_pristine_store_passes_before_and_after():

@@ -15,7 +15,7 @@ import pytest
 
 import fgraph
 from fgraph.ops import scrub
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows_of
 
 

@@ -17,7 +17,7 @@ from fgraph.cli import main as cli
 from fgraph.core import connection
 from fgraph.core.rows import Rows
 from fgraph.ops import scrub
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 REPORT_KEYS = {"checkpoint", "complete", "first_checkpoint_complete", "fts_optimized", "secure_delete", "seconds",
                "vacuumed"}

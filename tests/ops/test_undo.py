@@ -7,7 +7,8 @@ import pytest
 
 import fgraph
 from fgraph.core.identity import seeded_event_uuid
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, stepping_clock
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows_of
 
 SECOND = 1_000_000

@@ -44,7 +44,7 @@ def test_every_example_prints_what_the_page_shows(tmp_path, page):
 def test_the_published_runtime_answers_the_same(tmp_path, page):
     """The page's outputs are the contract's, not only ours: with FGRAPH_PEER set, the same
     commands on the published runtime print the same stdout and the same error names."""
-    from tests.conftest import peer_executable
+    from tests.support.peerlib import peer_executable
     peer = peer_executable()
     if peer is None:
         pytest.skip("FGRAPH_PEER is not set")

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import fgraph
 from fgraph.core.canonical import dumps, loads
-from tests.conftest import UPSTREAM, requires_upstream, stepping_clock
+from tests.support.paths import UPSTREAM, requires_upstream
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows_of
 from tests.support.constants import CONFORMANCE_CLOCK
 

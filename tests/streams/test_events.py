@@ -15,7 +15,7 @@ import pytest
 
 import fgraph
 from fgraph.core.canonical import loads
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 
 import fgraph
 from fgraph.streams.render import render_event, render_lines, show_value
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 START = 1_800_000_000_000_000
 

@@ -11,7 +11,7 @@ import fgraph
 from fgraph.streams.restore import registry as restore_registry
 from fgraph.streams.restore import absent as restore_absent
 from fgraph.streams.restore.absent import Absent
-from tests.torture.mutations import mutate
+from tests.support.mutations import mutate
 from tests.support.restore_outcome import restore_outcome
 
 
@@ -40,7 +40,7 @@ def test_it_starts_with_every_registered_name_and_gid():
 
 def test_a_full_filter_still_answers_right(monkeypatch):
     monkeypatch.setattr(restore_absent, "BITS", 64)
-    monkeypatch.setattr(restore_absent, "_MASK", 63)
+    monkeypatch.setattr(restore_absent, "MASK", 63)
     absent = Absent()
     for k in range(500):
         absent.add(f"n{k}")
@@ -73,7 +73,7 @@ def _both(tmp_path, monkeypatch, data: bytes, label: str):
 def test_duplicated_receipts_and_names_fail_alike(tmp_path, monkeypatch):
     lines = _snapshot().splitlines(keepends=True)
     receipts = [i for i, line in enumerate(lines) if line.startswith('{"receipt"')]
-    from tests.torture.mutations import reseal
+    from tests.support.mutations import reseal
     twice = lines[: receipts[3] + 1] + [lines[receipts[1]]] + lines[receipts[3] + 1:]
     data = reseal([line.rstrip("\n") for line in twice]).encode()
     filtered, queried = _both(tmp_path, monkeypatch, data, "twice")

@@ -164,7 +164,7 @@ def test_a_restore_with_any_window_is_byte_identical(monkeypatch, window, chunk)
 def test_mutated_snapshots_fail_alike_with_and_without_the_window(tmp_path, monkeypatch):
     from fgraph.streams.restore import run as restore_module
     from tests.support.restore_outcome import restore_outcome
-    from tests.torture.mutations import mutate
+    from tests.support.mutations import mutate
 
     class Empty(Window):
         def at(self, tx):

@@ -15,7 +15,7 @@ import fgraph
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.streams.restore import run as restore_module
 from fgraph.streams.restore.parse import parse_line
-from tests.torture.mutations import mutate, random_json
+from tests.support.mutations import mutate, random_json
 from tests.support.restore_outcome import restore_outcome
 
 

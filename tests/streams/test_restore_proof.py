@@ -17,7 +17,7 @@ from fgraph.streams.restore import run as restore_module
 from fgraph.streams.restore import proof as restore_proof
 from tests.support.constants import CONFORMANCE_CLOCK
 from tests.support.corerows import core_rows_of
-from tests.torture.mutations import mutate, reseal
+from tests.support.mutations import mutate, reseal
 
 
 def rich_snapshot(excised: bool = False, applied: str | None = None) -> str:

@@ -133,7 +133,7 @@ def test_a_repeated_fact_is_refused_at_its_line_even_when_a_later_line_is_bad(tm
     db.close()
     facts = [i for i, line in enumerate(lines) if line.startswith('{"fact"')]
     repeated = lines[: facts[-1] + 1] + [lines[facts[-1]]] + lines[facts[-1] + 1:]
-    from tests.torture.mutations import reseal
+    from tests.support.mutations import reseal
     sealed = reseal([line.rstrip("\n") for line in repeated])
     body = sealed.splitlines(keepends=True)
     broken = "".join(body[:-1]) + '{"fact": [\n'          # the footer is not even JSON
@@ -145,7 +145,7 @@ def test_a_repeated_fact_is_refused_at_its_line_even_when_a_later_line_is_bad(tm
 
 
 def test_batched_fact_rows_match_row_by_row_on_mutated_snapshots(tmp_path, monkeypatch):
-    from tests.torture.mutations import mutate
+    from tests.support.mutations import mutate
     source = tmp_path / "src.db"
     db = fgraph.connect(str(source))
     db.declare("p/knows", ref=True, many=True)
@@ -170,7 +170,7 @@ def test_an_event_hash_with_a_trailing_newline_is_refused(tmp_path):
     lines = [line.rstrip("\n") for line in source.iter_snapshot()]
     source.close()
     from fgraph.core.canonical import loads as parse
-    from tests.torture.mutations import reseal
+    from tests.support.mutations import reseal
     records = [parse(line) for line in lines]
     for record in records:
         if isinstance(record, dict) and "receipt" in record and record["receipt"]["event_data"] is not None:
@@ -298,7 +298,7 @@ def test_waiting_receipt_rows_end_alike_when_sqlite_would_refuse_one(tmp_path, m
 
 
 def test_batched_receipt_rows_match_row_by_row_on_mutated_snapshots(tmp_path, monkeypatch):
-    from tests.torture.mutations import mutate
+    from tests.support.mutations import mutate
     text = _receipt_snapshot()
     rng = random.Random(29)
     seen = set()

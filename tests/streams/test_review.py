@@ -14,7 +14,7 @@ from fgraph.streams import review as review_module
 from fgraph.streams.digest import digest_of
 from fgraph.streams.render import markdown
 from fgraph.streams.review import review
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 
 def store(seed: str, start: int):

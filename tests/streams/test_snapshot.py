@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 
 import fgraph
 from fgraph.core.canonical import dumps, loads
-from tests.conftest import UPSTREAM, requires_upstream, stepping_clock
+from tests.support.paths import UPSTREAM, requires_upstream
+from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows_of
 from tests.support.strategies import SCHEMA, histories
 from tests.support.constants import CONFORMANCE_CLOCK
@@ -369,9 +370,9 @@ def test_the_fast_encoders_equal_the_canonical_ones():
     from fgraph.core.canonical import dumps
     from fgraph.core.errors import ValueTypeError
     from fgraph.core.values import format_instant
-    from fgraph.streams.snapshot import _Instants, _plain_json
+    from fgraph.streams.snapshot import InstantFormatter, plain_json
 
-    instants, rng = _Instants(), random.Random(7)
+    instants, rng = InstantFormatter(), random.Random(7)
     for k in range(20000):
         us = 1767225600000000 + rng.randrange(-10**11, 10**11) if k % 4 else \
             rng.randrange(-62135596800000000, 253402300799999999 + 1)
@@ -383,4 +384,4 @@ def test_the_fast_encoders_equal_the_canonical_ones():
             instants(outside)
     for value in (None, "op-1", "é\u2028\"\\", [], ["a", {"eid": "00000000-0000-4000-8000-000000000040"}, "ü"],
                   [1.5], [{"eid": "x", "more": 1}], 3):
-        assert _plain_json(value) == dumps(value)
+        assert plain_json(value) == dumps(value)

@@ -11,7 +11,7 @@ import pytest
 
 import fgraph
 from fgraph.streams.verify import verify
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 
 @pytest.fixture(scope="module")

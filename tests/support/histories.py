@@ -31,7 +31,7 @@ import uuid
 
 from hypothesis import strategies as st
 
-from tests.conftest import CONFORMANCE_SEED
+from tests.support.constants import CONFORMANCE_SEED
 
 NAMES = ["ada", "bob", "cafe", "e1"]
 TEXT_ATTRS = ["p/name", "p/email"]

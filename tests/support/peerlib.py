@@ -10,9 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
 
 ENV = {"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": CONFORMANCE_SEED}
+
+
+def peer_executable() -> str | None:
+    """The other runtime's executable the cross-runtime tests compare with (FGRAPH_PEER), if any."""
+    return os.environ.get("FGRAPH_PEER") or None
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
 
 SERVER = Path(__file__).with_name("cliserver.py")
 ENV = {"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": CONFORMANCE_SEED}

@@ -23,7 +23,7 @@ import pytest
 
 import fgraph
 from fgraph.core import limits
-from tests.torture.common import FGRAPH, report, rng, size
+from tests.support.torture import FGRAPH, report, rng, size
 
 pytest.importorskip("datasette")
 

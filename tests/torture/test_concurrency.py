@@ -11,7 +11,7 @@ import threading
 from collections import Counter
 
 import fgraph
-from tests.torture.common import FGRAPH, cli, content, report, size, wait_for
+from tests.support.torture import FGRAPH, cli, content, report, size, wait_for
 
 WRITERS = 4
 

@@ -15,8 +15,8 @@ from collections import Counter
 import pytest
 
 import fgraph
-from tests.conftest import stepping_clock
-from tests.torture.common import FGRAPH, cli, content, is_typed_failure, report, size, verdict
+from tests.support.clock import stepping_clock
+from tests.support.torture import FGRAPH, cli, content, is_typed_failure, report, size, verdict
 
 RESULTS: Counter = Counter()
 COMMANDS = ("add", "add-batch", "apply", "restore", "backup", "restore-backup", "excise", "undo", "declare",

@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 
 import fgraph
-from tests.conftest import stepping_clock
-from tests.torture import faultvfs
-from tests.torture.common import report, rng, size
+from tests.support.clock import stepping_clock
+from tests.support import faultvfs
+from tests.support.torture import report, rng, size
 
 RESULTS: Counter = Counter()
 MODES = (("io", False), ("io", True), ("full", False), ("short", False))

@@ -14,9 +14,9 @@ from collections import Counter
 import pytest
 
 import fgraph
-from tests.conftest import stepping_clock
-from tests.torture.common import cli, is_typed_failure, report, rng, size
-from tests.torture.mutations import edit, mutate, random_json
+from tests.support.clock import stepping_clock
+from tests.support.torture import cli, is_typed_failure, report, rng, size
+from tests.support.mutations import edit, mutate, random_json
 
 PER_CALL_SECONDS = 20
 RESULTS: Counter = Counter()

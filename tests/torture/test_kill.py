@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from tests.torture.common import FGRAPH, cli, content, report, rng, size, verdict, wait_for
+from tests.support.torture import FGRAPH, cli, content, report, rng, size, verdict, wait_for
 
 CANARY = "canary-7f3a9c-secret"
 KINDS = ("add", "add-batch", "apply", "restore", "backup", "restore-backup", "excise", "undo", "doctor-repair")

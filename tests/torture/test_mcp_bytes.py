@@ -27,7 +27,7 @@ import orjson
 import pytest
 
 import fgraph
-from tests.torture.common import FGRAPH, FULL, report, rng, state
+from tests.support.torture import FGRAPH, FULL, report, rng, state
 
 PARSE_ERROR = -32700
 REPLY_BOUND = 15.0      # seconds for one reply on a busy 2-core machine; the usual reply takes milliseconds

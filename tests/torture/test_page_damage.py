@@ -21,8 +21,8 @@ import apsw
 import pytest
 
 import fgraph
-from tests.conftest import stepping_clock
-from tests.torture.common import cli, is_typed_failure, report, rng, size
+from tests.support.clock import stepping_clock
+from tests.support.torture import cli, is_typed_failure, report, rng, size
 
 RESULTS: Counter = Counter()
 READS = (

@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from tests.torture.common import FULL, cli, is_typed_failure, report, rng, state
+from tests.support.torture import FULL, cli, is_typed_failure, report, rng, state
 
 RESULTS: Counter = Counter()
 KINDS = ("link-to-file", "link-to-missing", "link-loop", "fifo", "directory", "read-only-file")

@@ -15,7 +15,7 @@ import pytest
 
 from tests.bridges.test_sync_files import env, is_subsequence, tail, write_sources
 from tests.bridges.test_adapters_nats import NATS_SERVER, NatsServer
-from tests.torture.common import FGRAPH, report, rng, size, verdict, wait_for
+from tests.support.torture import FGRAPH, report, rng, size, verdict, wait_for
 
 SOURCES = ("a", "b", "c")
 
