@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
 from tests.mcp.test_mcp import call, session_run
-from tests.cli.test_progress import run as run_on_terminal
+from tests.support.cli import run_cli_on_terminal
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "fgraph"
@@ -283,7 +283,7 @@ def test_long_commands_draw_their_progress_on_a_terminal(user_env, tmp_path):
     for args, label, result in ((["--db", "b.db", "apply", "events.ndjson"], b"applying", b'"applied": 40'),
                                 (["--db", "a.db", "backup", "copy.db"], b"backing up", b'"path": "copy.db"'),
                                 (["--db", "copy.db", "doctor"], b"checking", b"ok: no problems found")):
-        code, out, screen = run_on_terminal(args, terminal=True, cwd=tmp_path, fgraph=fgraph, env=env)
+        code, out, screen = run_cli_on_terminal(args, cwd=tmp_path, env=env, executable=fgraph)
         assert (code, b"rror" in screen) == (0, False), screen.decode("utf-8", "replace")
         assert label in screen and b"\x1b[" in screen
         assert result in out and b"\x1b" not in out

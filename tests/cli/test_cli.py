@@ -6,50 +6,25 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import fgraph
 from fgraph.core.mappings import plain
 from fgraph.cli import main as cli
 from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
-from tests.support.peerlib import published
+from tests.support.cli import FGRAPH, CliResult, clean_env, invoke_cli, run_clean
+from tests.support.peerlib import peer_executable, published
 from tests.support.paths import DOCS as DOCS_DIR
 
-FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 DOCS = DOCS_DIR / "cli.md"
 ERROR_LINE = re.compile(r"^(NotFound|Conflict|SchemaError|TypeError|QueryError|FormatError|ReadOnly|TooLarge"
                         r"|Unsupported): \S")
-DETERMINISTIC = {"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": CONFORMANCE_SEED}
-
-
-def clean_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("FGRAPH_DB", "FGRAPH_DEBUG", "FGRAPH_QUERY_BUDGET")}
-    env.update(DETERMINISTIC)
-    env.update(extra)
-    return env
-
-
-def invoke(args, input=None, **env) -> tuple[int, str, str]:
-    """Run the CLI in-process through ``cli.run`` (the real entry point, error mapping included)."""
-    overrides = {"FGRAPH_DB": None, "FGRAPH_DEBUG": None, "FGRAPH_QUERY_BUDGET": None, **DETERMINISTIC, **env}
-    with CliRunner().isolation(input=input, env=overrides) as (out, err, _):
-        code = cli.run([str(a) for a in args])
-    return code, out.getvalue().decode(), err.getvalue().decode()
-
-
-def sh(args, cwd, input: bytes | None = None, executable: str = FGRAPH, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([executable, *args], cwd=cwd, input=input, env=clean_env(**env), capture_output=True,
-                          timeout=120)
 
 
 def pretty(result) -> str:
@@ -60,14 +35,6 @@ def canonical(result) -> str:
     return dumps(result) + "\n"
 
 
-@pytest.fixture
-def deterministic_env(monkeypatch):
-    for key, value in DETERMINISTIC.items():
-        monkeypatch.setenv(key, value)
-    for key in ("FGRAPH_DB", "FGRAPH_DEBUG", "FGRAPH_QUERY_BUDGET"):
-        monkeypatch.delenv(key, raising=False)
-
-
 class Twin:
     """The same history applied to two files: through the CLI and through the library."""
 
@@ -75,7 +42,7 @@ class Twin:
         self.cli_db, self.lib_db, self.tmp = tmp_path / "cli.fgraph", tmp_path / "lib.fgraph", tmp_path
 
     def check(self, args, call, *, mode: str = "--json", input=None):
-        code, out, err = invoke(["--db", self.cli_db, *([mode] if mode else []), *args], input=input)
+        code, out, err = invoke_cli(["--db", self.cli_db, *([mode] if mode else []), *args], input=input)
         with fgraph.connect(str(self.lib_db)) as db:
             expected = plain(call(db))  # TxReport/Result mappings print as the objects they hold
         assert (code, err) == (0, ""), err
@@ -91,7 +58,7 @@ def _no_size(stats: dict) -> dict:
 
 def test_every_command_prints_its_library_result(tmp_path, deterministic_env):
     twin = Twin(tmp_path)
-    code, out, _ = invoke(["--db", twin.cli_db, "init"])
+    code, out, _ = invoke_cli(["--db", twin.cli_db, "init"])
     with fgraph.connect(str(twin.lib_db)) as db:
         assert code == 0 and _no_size(json.loads(out)) == _no_size(db.stats())
     first = twin.check(["add", '{"id":"ada","person/name":"Ada","person/born":1815}'],
@@ -137,7 +104,7 @@ def test_every_command_prints_its_library_result(tmp_path, deterministic_env):
         twin.check(["why", "ada", "person/born"], lambda db: db.why("ada", "person/born"), mode=mode)
         twin.check(["diff", str(first), str(latest)], lambda db: db.diff(first, latest), mode=mode)
         twin.check(["tx", str(first)], lambda db: db.receipt(first), mode=mode)
-    code, out, _ = invoke(["--db", twin.cli_db, "info"])
+    code, out, _ = invoke_cli(["--db", twin.cli_db, "info"])
     with fgraph.connect(str(twin.lib_db)) as db:
         assert code == 0 and _no_size(json.loads(out)) == _no_size(db.info())
         assert db.info()["latest_tx"] == db.latest_tx() and set(db.info()) == set(db.stats()) | {"latest_tx",
@@ -145,29 +112,29 @@ def test_every_command_prints_its_library_result(tmp_path, deterministic_env):
 
 
 def test_version_prints_the_version_string():
-    assert invoke(["version"]) == (0, fgraph.__version__ + "\n", "")
+    assert invoke_cli(["version"]) == (0, fgraph.__version__ + "\n", "")
 
 
 def test_default_output_keeps_non_ascii_and_python_float_text(tmp_path):
     db = tmp_path / "t.fgraph"
-    assert invoke(["--db", db, "add", '{"id":"x","p/s":"Ådä ✓ 𝄞","p/f":1e-7}'])[0] == 0
-    code, out, _ = invoke(["--db", db, "get", "x"])
+    assert invoke_cli(["--db", db, "add", '{"id":"x","p/s":"Ådä ✓ 𝄞","p/f":1e-7}'])[0] == 0
+    code, out, _ = invoke_cli(["--db", db, "get", "x"])
     assert out == '{\n  "p/f": 1e-07,\n  "p/s": "Ådä ✓ 𝄞"\n}\n'
-    code, out, _ = invoke(["--db", db, "get", "x", "--json"])
+    code, out, _ = invoke_cli(["--db", db, "get", "x", "--json"])
     assert out == '{"p/f":1e-7,"p/s":"Ådä ✓ 𝄞"}\n'
 
 
 def test_ref_arguments_that_int_reads_are_ids(tmp_path):
     db = tmp_path / "t.fgraph"
-    invoke(["--db", db, "add", '{"id":"ada","p/s":"x"}'])
-    expected = invoke(["--db", db, "get", "ada"])
+    invoke_cli(["--db", db, "add", '{"id":"ada","p/s":"x"}'])
+    expected = invoke_cli(["--db", db, "get", "ada"])
     for ref in ("65", "065", "+65", " 65"):
-        assert invoke(["--db", db, "get", ref]) == expected
-    assert invoke(["--db", db, "get", "²"])[2].startswith("NotFound: ")
+        assert invoke_cli(["--db", db, "get", ref]) == expected
+    assert invoke_cli(["--db", db, "get", "²"])[2].startswith("NotFound: ")
 
 
 def test_retract_value_must_be_json(tmp_path):
-    code, out, err = invoke(["--db", tmp_path / "t.fgraph", "retract", "a", "k/w", "x"])
+    code, out, err = invoke_cli(["--db", tmp_path / "t.fgraph", "retract", "a", "k/w", "x"])
     assert (code, out) == (1, "") and err.startswith("TypeError: retract value is not valid JSON")
 
 
@@ -175,73 +142,73 @@ def test_retract_value_must_be_json(tmp_path):
 
 def test_json_and_db_before_or_after_the_command(tmp_path):
     db = tmp_path / "t.fgraph"
-    invoke(["--db", db, "init"])
-    first = invoke(["--json", "--db", db, "info"])
+    invoke_cli(["--db", db, "init"])
+    first = invoke_cli(["--json", "--db", db, "info"])
     assert first[0] == 0 and first[1].count("\n") == 1
-    assert invoke(["info", "--json", "--db", db]) == first
-    assert invoke(["--db", db, "info", "--json"]) == first
-    assert invoke(["--json", "info"], FGRAPH_DB=str(db)) == first
-    assert invoke(["--db", tmp_path / "other.fgraph", "--json", "info", "--db", db]) == first
+    assert invoke_cli(["info", "--json", "--db", db]) == first
+    assert invoke_cli(["--db", db, "info", "--json"]) == first
+    assert invoke_cli(["--json", "info"], FGRAPH_DB=str(db)) == first
+    assert invoke_cli(["--db", tmp_path / "other.fgraph", "--json", "info", "--db", db]) == first
 
 
 def test_db_option_wins_over_environment(tmp_path):
     db = tmp_path / "t.fgraph"
-    invoke(["--db", db, "init"])
-    assert invoke(["--db", db, "info"])[0] == 0
-    assert invoke(["--db", db, "info"], FGRAPH_DB="")[0] == 0
-    assert invoke(["info"], FGRAPH_DB=str(tmp_path / "missing.fgraph"))[2].startswith("NotFound: ")
+    invoke_cli(["--db", db, "init"])
+    assert invoke_cli(["--db", db, "info"])[0] == 0
+    assert invoke_cli(["--db", db, "info"], FGRAPH_DB="")[0] == 0
+    assert invoke_cli(["info"], FGRAPH_DB=str(tmp_path / "missing.fgraph"))[2].startswith("NotFound: ")
 
 
 def test_default_path_is_facts_fgraph_in_the_current_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert invoke(["info"])[2].startswith("NotFound: ")
+    assert invoke_cli(["info"])[2].startswith("NotFound: ")
     assert not (tmp_path / "facts.fgraph").exists()
-    assert invoke(["init"])[0] == 0
+    assert invoke_cli(["init"])[0] == 0
     assert (tmp_path / "facts.fgraph").exists() and not (tmp_path / "fgraph.db").exists()
 
 
 def test_legacy_default_path_and_ambiguity(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    invoke(["--db", "fgraph.db", "add", '{"id":"old","p/s":"x"}'])
-    assert invoke(["get", "old", "--json"])[1] == '{"p/s":"x"}\n'
+    invoke_cli(["--db", "fgraph.db", "add", '{"id":"old","p/s":"x"}'])
+    assert invoke_cli(["get", "old", "--json"])[1] == '{"p/s":"x"}\n'
     (tmp_path / "facts.fgraph").write_bytes(b"")
-    code, out, err = invoke(["get", "old"])
+    code, out, err = invoke_cli(["get", "old"])
     assert (code, out) == (1, "") and err.startswith("FormatError: ") and "--db" in err
 
 
 @pytest.mark.parametrize("args, env", [(["--db", "", "info"], {}), (["info"], {"FGRAPH_DB": ""})])
 def test_empty_database_path_is_format_error(args, env):
-    code, out, err = invoke(args, **env)
+    code, out, err = invoke_cli(args, **env)
     assert (code, out) == (1, "") and err.startswith("FormatError: ")
 
 
 def test_input_errors_come_before_path_errors():
-    assert invoke(["--db", "", "add", ""])[2].startswith("TypeError: ")
-    assert invoke(["--db", "", "retract", "a", "b/c", "x"])[2].startswith("TypeError: ")
+    assert invoke_cli(["--db", "", "add", ""])[2].startswith("TypeError: ")
+    assert invoke_cli(["--db", "", "retract", "a", "b/c", "x"])[2].startswith("TypeError: ")
 
 
 def test_read_only_commands_create_nothing(tmp_path):
     for args in (["info"], ["get", "x"], ["history", "x"], ["why", "x"], ["diff", "64", "64"], ["tx", "64"]):
-        code, _, err = invoke(["--db", tmp_path / "ro.fgraph", *args])
+        code, _, err = invoke_cli(["--db", tmp_path / "ro.fgraph", *args])
         assert code == 1 and err.startswith("NotFound: ")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_query_budget_is_accepted_from_option_and_environment(tmp_path):
     db = tmp_path / "t.fgraph"
-    assert invoke(["--db", db, "--query-budget", "5", "init"])[0] == 0
-    assert invoke(["--db", db, "info"], FGRAPH_QUERY_BUDGET="7")[0] == 0
-    assert invoke(["--db", db, "info"], FGRAPH_QUERY_BUDGET="x")[0] == 2
+    assert invoke_cli(["--db", db, "--query-budget", "5", "init"])[0] == 0
+    assert invoke_cli(["--db", db, "info"], FGRAPH_QUERY_BUDGET="7")[0] == 0
+    assert invoke_cli(["--db", db, "info"], FGRAPH_QUERY_BUDGET="x")[0] == 2
 
 
 # --------------------------------------------------------------- exit codes and error rendering
 
 def test_typed_error_is_name_colon_message_on_stderr(tmp_path):
     db = tmp_path / "t.fgraph"
-    invoke(["--db", db, "init"])
+    invoke_cli(["--db", db, "init"])
     with fgraph.connect(str(db), read_only=True) as handle, pytest.raises(fgraph.NotFound) as info:
         handle.receipt(65)
-    assert invoke(["--db", db, "tx", "65"]) == (1, "", f"NotFound: {info.value}\n")
+    assert invoke_cli(["--db", db, "tx", "65"]) == (1, "", f"NotFound: {info.value}\n")
 
 
 @pytest.mark.parametrize("args", [
@@ -254,16 +221,16 @@ def test_typed_error_is_name_colon_message_on_stderr(tmp_path):
     ["declare", "a/b", "--nohistory", "--history"], ["--db"], [],
 ])
 def test_usage_errors_exit_2(tmp_path, args):
-    code, out, err = invoke(["--db", tmp_path / "t.fgraph", *args] if args != ["--db"] else args)
+    code, out, err = invoke_cli(["--db", tmp_path / "t.fgraph", *args] if args != ["--db"] else args)
     assert code == 2 and out == "" and "Error: " in err and "Traceback" not in err
     assert not (tmp_path / "t.fgraph").exists()
 
 
 def test_help_on_the_program_and_every_command_exits_0():
-    assert invoke(["--help"])[0] == 0
+    assert invoke_cli(["--help"])[0] == 0
     for name, command in cli.cli.commands.items():
         if not command.hidden:
-            code, out, _ = invoke([name, "--help"])
+            code, out, _ = invoke_cli([name, "--help"])
             assert code == 0 and "Usage: fgraph " + name in out
 
 
@@ -271,17 +238,17 @@ def test_unexpected_exception_is_one_line_without_traceback(tmp_path, monkeypatc
     def boom(self):
         raise RuntimeError("boom")
     monkeypatch.setattr(fgraph.Db, "stats", boom)
-    code, out, err = invoke(["--db", tmp_path / "t.fgraph", "init"])
+    code, out, err = invoke_cli(["--db", tmp_path / "t.fgraph", "init"])
     assert (code, out, err) == (1, "", "Error: internal error: RuntimeError('boom'); please report it\n")
     with pytest.raises(RuntimeError):
-        invoke(["--db", tmp_path / "t.fgraph", "init"], FGRAPH_DEBUG="1")
+        invoke_cli(["--db", tmp_path / "t.fgraph", "init"], FGRAPH_DEBUG="1")
 
 
 def test_keyboard_interrupt_ends_quietly(tmp_path, monkeypatch):
     def interrupted(self):
         raise KeyboardInterrupt
     monkeypatch.setattr(fgraph.Db, "stats", interrupted)
-    assert invoke(["--db", tmp_path / "t.fgraph", "init"]) == (130, "", "")
+    assert invoke_cli(["--db", tmp_path / "t.fgraph", "init"]) == (130, "", "")
 
 
 def test_broken_pipe_ends_quietly(tmp_path):
@@ -329,13 +296,13 @@ def _garbage_cases(populated: Path, junk: Path, directory: Path):
 
 def test_garbage_to_every_command_never_shows_a_traceback(tmp_path):
     populated, junk, directory = tmp_path / "p.fgraph", tmp_path / "junk.fgraph", tmp_path / "adir"
-    assert sh(["--db", str(populated), "add", '{"id":"ada","p/s":"x"}'], tmp_path).returncode == 0
+    assert run_clean(["--db", str(populated), "add", '{"id":"ada","p/s":"x"}'], tmp_path).returncode == 0
     junk.write_bytes(b"this is not a database\n" * 10)
     directory.mkdir()
 
     def run_case(case):
         args, stdin = case
-        proc = sh(args, tmp_path, input=stdin if stdin is not None else b"")
+        proc = run_clean(args, tmp_path, input=stdin if stdin is not None else b"")
         return args, proc
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
@@ -370,32 +337,32 @@ def test_every_command_is_documented():
 # --------------------------------------------------------------- known library divergences from the peer
 
 def test_declare_checks_the_declaration_before_if_basis_tx(tmp_path):
-    code, _, err = invoke(["--db", tmp_path / "t.fgraph", "declare", "p/z", "--type", "string", "--if-basis-tx", "1"])
+    code, _, err = invoke_cli(["--db", tmp_path / "t.fgraph", "declare", "p/z", "--type", "string", "--if-basis-tx", "1"])
     assert code == 1 and err.startswith("SchemaError: "), err
 
 
 def test_non_positive_query_budget_is_type_error(tmp_path):
-    invoke(["--db", tmp_path / "t.fgraph", "init"])
-    code, out, err = invoke(["--db", tmp_path / "t.fgraph", "--query-budget", "-5", "info"])
+    invoke_cli(["--db", tmp_path / "t.fgraph", "init"])
+    code, out, err = invoke_cli(["--db", tmp_path / "t.fgraph", "--query-budget", "-5", "info"])
     assert (code, out) == (1, "") and err.startswith("TypeError: "), err
 
 
 def test_retract_of_an_unknown_entity_with_a_null_value_is_a_noop(tmp_path):
-    code, out, err = invoke(["--db", tmp_path / "t.fgraph", "--json", "retract", "nobody", "p/s", "null"])
+    code, out, err = invoke_cli(["--db", tmp_path / "t.fgraph", "--json", "retract", "nobody", "p/s", "null"])
     assert code == 0 and json.loads(out)["status"] == "noop", err
 
 
 @pytest.mark.parametrize("command", ["get", "history", "why"])
 def test_surrogate_names_on_reads_are_not_found(tmp_path, command):
-    invoke(["--db", tmp_path / "t.fgraph", "init"])
-    code, out, err = invoke(["--db", tmp_path / "t.fgraph", command, "a\udcff"])
+    invoke_cli(["--db", tmp_path / "t.fgraph", "init"])
+    code, out, err = invoke_cli(["--db", tmp_path / "t.fgraph", command, "a\udcff"])
     assert (code, out) == (1, "") and err.startswith("NotFound: "), err
 
 
 @pytest.mark.parametrize("args", [["a\udcff"], ["ada", "a/\udcff"]])
 def test_retract_of_unknown_surrogate_names_is_a_noop(tmp_path, args):
-    invoke(["--db", tmp_path / "t.fgraph", "add", '{"id":"ada","p/s":"x"}'])
-    code, out, err = invoke(["--db", tmp_path / "t.fgraph", "--json", "retract", *args])
+    invoke_cli(["--db", tmp_path / "t.fgraph", "add", '{"id":"ada","p/s":"x"}'])
+    code, out, err = invoke_cli(["--db", tmp_path / "t.fgraph", "--json", "retract", *args])
     assert code == 0 and json.loads(out)["status"] == "noop", err
 
 
@@ -451,7 +418,7 @@ def _peer_scenario(tmp_path: Path) -> list[tuple[list[str], bytes | None]]:
     ]
 
 
-def _outcome(proc: subprocess.CompletedProcess, args: list[str]):
+def _outcome(proc: CliResult, args: list[str]):
     if proc.returncode != 0:
         name = proc.stderr.decode("utf-8", "replace").split(":", 1)[0] if proc.returncode == 1 else "usage"
         return proc.returncode, name, proc.stdout
@@ -474,8 +441,8 @@ def test_json_output_and_error_names_equal_the_peer(tmp_path):
     mismatches = []
     for args, stdin in steps:
         full = ["--json", *args] if args[0] == "--db" else ["--json", "--db", "t.fgraph", *args]
-        ours = sh(published(full), tmp_path / "ours", input=stdin)
-        peer = sh(full, tmp_path / "peer", input=stdin, executable=peer_executable())
+        ours = run_clean(published(full), tmp_path / "ours", input=stdin)
+        peer = run_clean(full, tmp_path / "peer", input=stdin, executable=peer_executable())
         if args[0] == "info" and ours.returncode == 0:
             assert {"latest_tx", "latest_at"} <= set(json.loads(ours.stdout))
         if _outcome(ours, args) != _outcome(peer, args):
@@ -488,11 +455,11 @@ def test_json_output_and_error_names_equal_the_peer(tmp_path):
 def test_default_output_equals_the_peer(tmp_path):
     for label, executable in (("ours", FGRAPH), ("peer", peer_executable())):
         (tmp_path / label).mkdir()
-        sh(["--db", "t.fgraph", "add", '{"id":"ada","p/s":"Ådä ✓ 𝄞","p/f":1e-7,"p/j":{"json":[1,{"b":null}]}}'],
+        run_clean(["--db", "t.fgraph", "add", '{"id":"ada","p/s":"Ådä ✓ 𝄞","p/f":1e-7,"p/j":{"json":[1,{"b":null}]}}'],
            tmp_path / label, executable=executable)
     for args in (["get", "ada"], ["history", "ada"], ["why", "ada"], ["tx", "67"], ["diff", "64", "67"]):
-        ours = sh(["--db", "t.fgraph", *args], tmp_path / "ours")
-        peer = sh(["--db", "t.fgraph", *args], tmp_path / "peer", executable=peer_executable())
+        ours = run_clean(["--db", "t.fgraph", *args], tmp_path / "ours")
+        peer = run_clean(["--db", "t.fgraph", *args], tmp_path / "peer", executable=peer_executable())
         assert (ours.returncode, ours.stdout) == (peer.returncode, peer.stdout), args
 
 
@@ -507,9 +474,9 @@ def test_add_reports_of_many_lines_are_the_peers_bytes(tmp_path, mode):
     outs = {}
     for label, executable, extra in (("ours", FGRAPH, ["--reports"]), ("peer", peer_executable(), [])):
         (tmp_path / label).mkdir()
-        outs[label] = sh(["--db", "t.fgraph", *mode, "add", *extra, "-"], tmp_path / label, input=lines,
+        outs[label] = run_clean(["--db", "t.fgraph", *mode, "add", *extra, "-"], tmp_path / label, input=lines,
                          executable=executable)
     assert (outs["ours"].returncode, outs["ours"].stdout) == (outs["peer"].returncode, outs["peer"].stdout)
     assert outs["ours"].returncode == 0 and outs["ours"].stdout.count(b'"tx"') >= 3
-    summary = json.loads(sh(["--db", "s.fgraph", "--json", "add", "-"], tmp_path / "ours", input=lines).stdout)
+    summary = json.loads(run_clean(["--db", "s.fgraph", "--json", "add", "-"], tmp_path / "ours", input=lines).stdout)
     assert summary["transactions"] == 3 and summary["last_tx"] == json.loads(outs["ours"].stdout)[-1]["tx"]

@@ -12,7 +12,7 @@ from fgraph.bridges.add import ingest
 from fgraph.cli import long_running
 from fgraph.core.canonical import dumps
 from fgraph.core.mappings import plain
-from tests.cli.test_cli import deterministic_env, invoke  # noqa: F401 - a fixture
+from tests.support.cli import invoke_cli
 
 REPORTS = [
     {"asserted": [{"a": "p/s", "e": 65, "v": "Ådä ✓ 𝄞\n"}], "ids": {}, "status": "applied", "tx": 67},
@@ -47,17 +47,17 @@ def _lines(count: int, first: int = 0) -> str:
 
 def test_ndjson_prints_a_summary_and_reports_on_request(tmp_path, deterministic_env):
     (tmp_path / "a.ndjson").write_text(_lines(5))
-    code, out, err = invoke(["--db", tmp_path / "s.db", "--json", "add", f"@{tmp_path / 'a.ndjson'}"])
+    code, out, err = invoke_cli(["--db", tmp_path / "s.db", "--json", "add", f"@{tmp_path / 'a.ndjson'}"])
     with fgraph.connect(str(tmp_path / "s.db")) as db:
         latest = db.latest_tx()
     assert (code, err) == (0, "") and json.loads(out) == {"applied": 5, "basis_tx": latest, "last_tx": latest,
                                                          "noop": 0, "transactions": 5}
-    code, out, _ = invoke(["--db", tmp_path / "s.db", "--json", "add", f"@{tmp_path / 'a.ndjson'}"])
+    code, out, _ = invoke_cli(["--db", tmp_path / "s.db", "--json", "add", f"@{tmp_path / 'a.ndjson'}"])
     assert json.loads(out) == {"applied": 0, "basis_tx": latest, "last_tx": None, "noop": 5, "transactions": 5}
 
     for mode in ("--json", None):
         path = tmp_path / f"r{mode}.db"
-        code, out, err = invoke(["--db", path, *([mode] if mode else []), "add", "--reports", "-"], input=_lines(4))
+        code, out, err = invoke_cli(["--db", path, *([mode] if mode else []), "add", "--reports", "-"], input=_lines(4))
         with fgraph.connect(str(tmp_path / f"lib{mode}.db")) as db:
             expected = plain(ingest.add(db, _lines(4)))
         assert (code, err) == (0, "")
@@ -69,7 +69,7 @@ def test_one_record_prints_its_report_with_or_without_reports(tmp_path, determin
     record = '{"id":"ada","p/s":"x"}'
     outputs = []
     for flags, name in (([], "a.db"), (["--reports"], "b.db")):
-        code, out, err = invoke(["--db", tmp_path / name, "--json", "add", *flags, record])
+        code, out, err = invoke_cli(["--db", tmp_path / name, "--json", "add", *flags, record])
         assert (code, err) == (0, "")
         outputs.append(out)
     with fgraph.connect(str(tmp_path / "c.db")) as db:
@@ -77,17 +77,17 @@ def test_one_record_prints_its_report_with_or_without_reports(tmp_path, determin
 
 
 def test_reports_and_batch_size_together_are_a_usage_error(tmp_path):
-    code, out, err = invoke(["--db", tmp_path / "u.db", "add", "--reports", "--batch-size", "2", "-"],
+    code, out, err = invoke_cli(["--db", tmp_path / "u.db", "add", "--reports", "--batch-size", "2", "-"],
                             input=_lines(3))
     assert code == 2 and out == "" and "--reports" in err and not (tmp_path / "u.db").exists()
 
 
 def test_a_failing_record_prints_no_report_as_published(tmp_path):
     bad = _lines(2) + json.dumps({"id": "n9", "p/n": "text now"}) + "\n"
-    invoke(["--db", tmp_path / "f.db", "add", '{"id":"n9","p/n":1}'])
-    invoke(["--db", tmp_path / "f.db", "declare", "p/n", "--type", "int"])
+    invoke_cli(["--db", tmp_path / "f.db", "add", '{"id":"n9","p/n":1}'])
+    invoke_cli(["--db", tmp_path / "f.db", "declare", "p/n", "--type", "int"])
     for flags in ([], ["--reports"]):
-        code, out, err = invoke(["--db", tmp_path / "f.db", "--json", "add", *flags, "-"], input=bad)
+        code, out, err = invoke_cli(["--db", tmp_path / "f.db", "--json", "add", *flags, "-"], input=bad)
         assert code == 1 and out == "" and err.startswith("TypeError"), err
     with fgraph.connect(str(tmp_path / "f.db")) as db:
         assert db.entity("n1")["p/n"] == 1  # the records before the failing one stay committed

@@ -3,52 +3,18 @@ pseudo-terminal apply, restore, snapshot to a file, backup, doctor and import dr
 stdout stays exactly what a pipe gets; with stderr piped nothing but the result is written."""
 
 from __future__ import annotations
-from tests.support.paths import FIXTURES
-
-import os
-import pty
-import select
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-FGRAPH = str(Path(sys.executable).with_name("fgraph"))
-DECISIONS = FIXTURES / "import" / "decisions.clean.jsonl"
-ENV = {"FGRAPH_CLOCK": "1767225600000000", "FGRAPH_EVENT_SEED": "progress-tests", "TERM": "xterm",
-       "COLUMNS": "100"}
-
-
-def run(args, *, terminal: bool, cwd: Path, fgraph: str = FGRAPH, env: dict = ENV) -> tuple[int, bytes, bytes]:
-    """Run the CLI with stdout piped and stderr either a pseudo-terminal or a pipe."""
-    if not terminal:
-        proc = subprocess.run([fgraph, *args], capture_output=True, env=env, cwd=cwd, timeout=120)
-        return proc.returncode, proc.stdout, proc.stderr
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([fgraph, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                            env=env, cwd=cwd)
-    os.close(slave)
-    out = proc.stdout.read()
-    proc.stdout.close()
-    err = b""
-    while select.select([master], [], [], 1.0)[0]:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        err += chunk
-    os.close(master)
-    return proc.wait(timeout=60), out, err
+from tests.support.cli import run_cli, run_cli_on_terminal
+from tests.support.progress import DECISIONS, PROGRESS_ENV as ENV
 
 
 @pytest.fixture
 def store(tmp_path):
-    assert run(["--db", "a.db", "import", "jsonl-log", str(DECISIONS)], terminal=False, cwd=tmp_path)[0] == 0
-    (tmp_path / "events.ndjson").write_bytes(run(["--db", "a.db", "tail"], terminal=False, cwd=tmp_path)[1])
-    (tmp_path / "snap.ndjson").write_bytes(run(["--db", "a.db", "snapshot"], terminal=False, cwd=tmp_path)[1])
+    assert run_cli("--db", "a.db", "import", "jsonl-log", str(DECISIONS), cwd=tmp_path, env=ENV, text=False)[0] == 0
+    (tmp_path / "events.ndjson").write_bytes(run_cli("--db", "a.db", "tail", cwd=tmp_path, env=ENV, text=False)[1])
+    (tmp_path / "snap.ndjson").write_bytes(run_cli("--db", "a.db", "snapshot", cwd=tmp_path, env=ENV, text=False)[1])
     return tmp_path
 
 
@@ -61,12 +27,12 @@ def store(tmp_path):
     (["--db", "d.db", "import", "jsonl-log", str(DECISIONS)], b"importing"),
 ])
 def test_progress_only_on_a_terminal_and_never_in_the_output(store, args, label):
-    code, piped_out, piped_err = run(args, terminal=False, cwd=store)
+    code, piped_out, piped_err = run_cli(*args, cwd=store, env=ENV, text=False)
     assert code == 0 and piped_err == b"" and b"\x1b" not in piped_out
     for leftover in ("b.db", "c.db", "copy.db", "d.db"):
         for suffix in ("", "-wal", "-shm"):
             (store / (leftover + suffix)).unlink(missing_ok=True)
-    code, out, err = run(args, terminal=True, cwd=store)
+    code, out, err = run_cli_on_terminal(args, cwd=store, env=ENV)
     assert code == 0 and label in err and b"\x1b[" in err
     assert b"\x1b" not in out
     if args[2] in ("snapshot",):

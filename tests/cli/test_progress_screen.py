@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_progress import DECISIONS, ENV, FGRAPH, run as run_piped
+from tests.support.cli import FGRAPH, run_cli
+from tests.support.progress import DECISIONS, PROGRESS_ENV as ENV
 
 pyte = pytest.importorskip("pyte")  # the `test` extra (pyproject.toml) installs it
 
@@ -80,10 +81,10 @@ def on_terminal(args, cwd: Path, stdout=None) -> tuple[int, Screen]:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     where = tmp_path_factory.mktemp("screen")
-    assert run_piped(["--db", "a.db", "import", "jsonl-log", str(DECISIONS)], terminal=False, cwd=where)[0] == 0
-    (where / "events.ndjson").write_bytes(run_piped(["--db", "a.db", "tail"], terminal=False, cwd=where)[1])
-    (where / "snap.ndjson").write_bytes(run_piped(["--db", "a.db", "snapshot"], terminal=False, cwd=where)[1])
-    assert run_piped(["--db", "a.db", "backup", "saved.db"], terminal=False, cwd=where)[0] == 0
+    assert run_cli("--db", "a.db", "import", "jsonl-log", str(DECISIONS), cwd=where, env=ENV, text=False)[0] == 0
+    (where / "events.ndjson").write_bytes(run_cli("--db", "a.db", "tail", cwd=where, env=ENV, text=False)[1])
+    (where / "snap.ndjson").write_bytes(run_cli("--db", "a.db", "snapshot", cwd=where, env=ENV, text=False)[1])
+    assert run_cli("--db", "a.db", "backup", "saved.db", cwd=where, env=ENV, text=False)[0] == 0
     (where / "decisions.jsonl").write_bytes(DECISIONS.read_bytes())
     (where / "many.ndjson").write_text("".join(f'{{"id":"n{i}","note/n":{i}}}\n' for i in range(RECORDS)))
     return where
@@ -118,7 +119,7 @@ COMMANDS = {
 def test_the_result_starts_on_its_own_line_and_no_frame_is_left(store, name):
     args, creates, shown = COMMANDS[name]
     _fresh(store, *creates)
-    code, piped, _ = run_piped(args, terminal=False, cwd=store)
+    code, piped, _ = run_cli(*args, cwd=store, env=ENV, text=False)
     assert code == 0
     _fresh(store, *creates)
     code, screen = on_terminal(args, store)
@@ -160,6 +161,5 @@ def test_the_reports_of_add_also_start_at_column_0(store):
     # the screen keeps the last ROWS rows of the long array: its closing bracket at column 0
     assert screen.text().endswith("  }\n]\n") and screen.cursor[0] == 0
     assert not any(BAR in row or SPINNER & set(row) for row in screen.rows)
-    reports = json.loads(run_piped(["--db", "g.db", "add", "--reports", "@many.ndjson"], terminal=False,
-                                   cwd=store)[1])
+    reports = json.loads(run_cli("--db", "g.db", "add", "--reports", "@many.ndjson", cwd=store, env=ENV, text=False)[1])
     assert len(reports) == RECORDS
