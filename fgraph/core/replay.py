@@ -11,11 +11,20 @@ gets here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal, overload
+
 from fgraph.core import values
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.identity import uuid_to_gid
 from fgraph.core.replay_plan import LeanReplay
 from fgraph.core.values import RefWire, Value
+
+if TYPE_CHECKING:
+    from fgraph.core.catalog import Catalog
+    from fgraph.core.plan import Delta, Planner
+    from fgraph.core.schema_cache import SchemaCache
+    from fgraph.core.selectors import Handle, NewIdent
+    from fgraph.core.types import JSONObject
 
 
 class ReplayPolicy:
@@ -24,7 +33,7 @@ class ReplayPolicy:
 
     replaying = True
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.allocation_closed = False
 
     def close(self) -> None:
@@ -36,17 +45,17 @@ class Replay:
 
     __slots__ = ("record", "text", "event", "imported_at", "created", "policy")
 
-    def __init__(self, record: dict, text: str | None = None):
+    def __init__(self, record: JSONObject, text: str | None = None) -> None:
         self.record = record
         self.text = text                 # the record's canonical text, when the caller has it already
         self.event: str = record["event"]
         self.imported_at: int = record["at"]
-        self.created: list = []          # identities this replay allocates for the record's eids
+        self.created: list[NewIdent] = []   # identities this replay allocates for the record's eids
         self.policy = ReplayPolicy()
 
     lean = True     # try fgraph.core.replay_plan first (tests turn it off to compare with the general planner)
 
-    def plan_lean(self, catalog, schema_cache):
+    def plan_lean(self, catalog: Catalog, schema_cache: SchemaCache) -> tuple[LeanReplay, Delta] | None:
         """(planner, delta) from the lean planner, or None when the record needs the general one."""
         planner = LeanReplay(catalog, schema_cache)
         planned = planner.plan(self.record)
@@ -55,7 +64,7 @@ class Replay:
         delta, self.created = planned
         return planner, delta
 
-    def plan(self, planner) -> None:
+    def plan(self, planner: Planner) -> None:
         record = self.record
         self.policy.allocation_closed = False  # a retried plan starts open again
         for sel in record["created"]:
@@ -63,7 +72,7 @@ class Replay:
                 planner.named(sel, allocate=True)
                 continue
             eid = sel["eid"]
-            found = planner.cat.id_by_gid(uuid_to_gid(eid))
+            found: Handle | None = planner.cat.id_by_gid(uuid_to_gid(eid))
             if found is None:
                 found = planner.allocate_listed(eid)
                 self.created.append(found)
@@ -85,23 +94,31 @@ class Replay:
         for a, value, tag in record.get("tx_facts", ()):
             _assert(planner, planner.tx, planner.attribute(a, allocate=True), values.from_tagged(value, tag))
 
-    def check(self, delta) -> None:
+    def check(self, delta: Delta) -> None:
         """Every eid the record lists as created is used by its facts (decision 3)."""
         kept = {id(n) for n in delta.new}
         for ident in self.created:
             if id(ident) not in kept:
-                raise ValueTypeError(f"the event creates {ident.key[6:]} but never uses it",
+                raise ValueTypeError(f"the event creates {ident.key[6:]} but never uses it",  # type: ignore[index]  # a listed eid's key is "event:" + eid
                                      "a valid event only lists identities its facts use")
 
 
-def _resolve(planner, decoded, allocate: bool):
+@overload
+def _resolve(planner: Planner, decoded: Value | RefWire, allocate: Literal[True]) -> Value: ...
+
+
+@overload
+def _resolve(planner: Planner, decoded: Value | RefWire, allocate: bool) -> Value | None: ...
+
+
+def _resolve(planner: Planner, decoded: Value | RefWire, allocate: bool) -> Value | None:
     if isinstance(decoded, RefWire):
         target = planner.entity(decoded.selector, allocate=allocate)
         return None if target is None else Value(values.TAG_REF, target, None)
     return decoded
 
 
-def _assert(planner, e, a, decoded) -> None:
+def _assert(planner: Planner, e: Handle, a: Handle, decoded: Value | RefWire) -> None:
     value = _resolve(planner, decoded, allocate=True)
     planner.check_type_now(e, a, value)
     planner.assert_fact(e, a, value)

@@ -20,12 +20,19 @@ tests/core/test_overlay.py proves both give the same bytes on random histories.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from fgraph.core.constraints import TYPE_TAGS
 from fgraph.core.genesis import A_SHAPE, SYSTEM_MAX
 from fgraph.core.identity import uuid_to_gid
 from fgraph.core.plan import Delta, NewIdent, Planner, Slot, nohistory_of, read_live
 from fgraph.core.values import TAG_REF, TAG_VECTOR, RefWire, Value, from_tagged
+
+if TYPE_CHECKING:
+    from fgraph.core.catalog import Catalog
+    from fgraph.core.schema_cache import SchemaCache
+    from fgraph.core.selectors import Handle, ValueKey
+    from fgraph.core.types import JSON, JSONObject
 
 RESERVED_PREFIX = "fgraph/"
 
@@ -40,7 +47,7 @@ class LeanReplay:
 
     schema_changed = False
 
-    def __init__(self, catalog, schema_cache):
+    def __init__(self, catalog: Catalog, schema_cache: SchemaCache) -> None:
         self.cat = catalog
         self.schema_cache = schema_cache
         self.tx = NewIdent("tx", None)
@@ -48,10 +55,10 @@ class LeanReplay:
         self._general: Planner | None = None
 
     # -- what Commit reads ------------------------------------------------------------
-    def nohistory(self, a) -> bool:
+    def nohistory(self, a: Handle) -> bool:
         return nohistory_of(self.schema(a))
 
-    def schema(self, a) -> dict:
+    def schema(self, a: Handle) -> dict[str, Any]:
         if not isinstance(a, int):
             return NEW_ATTRIBUTE
         found = self.schema_cache.schemas.get(a)
@@ -62,14 +69,14 @@ class LeanReplay:
         return found
 
     # -- planning ---------------------------------------------------------------------
-    def plan(self, record: dict) -> tuple[Delta, list] | None:
+    def plan(self, record: JSONObject) -> tuple[Delta, list[NewIdent]] | None:
         """The delta of ``record`` and the identities it allocates for listed eids, or None."""
         try:
             return self._plan(record)
         except Undecided:
             return None
 
-    def _plan(self, record: dict):
+    def _plan(self, record: JSONObject) -> tuple[Delta, list[NewIdent]]:
         if record.get("tx_facts"):
             raise Undecided()
         cache = self.schema_cache
@@ -79,18 +86,18 @@ class LeanReplay:
             raise Undecided()
         self.seq = itertools.count()
         self.new: list[NewIdent] = []
-        self.names: dict[str, object] = {}
-        self.eids: dict[str, object] = {}
-        self.slots: dict[tuple, Slot] = {}
+        self.names: dict[str, Handle] = {}
+        self.eids: dict[str, Handle] = {}
+        self.slots: dict[tuple[Handle, Handle], Slot] = {}
         self.dirty: dict[int, Slot] = {}
-        self.owners: dict[tuple, list] = {}
-        listed = []
+        self.owners: dict[tuple[Handle, ValueKey], list[Handle]] = {}
+        listed: list[NewIdent] = []
         for sel in record["created"]:
             if type(sel) is str:
                 self._name(sel, allocate=True)
             else:
                 eid = sel["eid"]
-                found = self.cat.id_by_gid(uuid_to_gid(eid))
+                found: Handle | None = self.cat.id_by_gid(uuid_to_gid(eid))
                 if found is None:
                     found = NewIdent("tmp", "event:" + eid)
                     found.gid = uuid_to_gid(eid)
@@ -107,7 +114,7 @@ class LeanReplay:
             raise Undecided()     # a created eid no fact uses: the general planner says so
         return delta, listed
 
-    def _name(self, name: str, allocate: bool):
+    def _name(self, name: str, allocate: bool) -> Handle | None:
         found = self.names.get(name)
         if found is not None:
             return found
@@ -122,7 +129,13 @@ class LeanReplay:
         self.names[name] = found
         return found
 
-    def _entity(self, sel, allocate: bool):
+    @overload
+    def _entity(self, sel: JSON, allocate: Literal[True]) -> Handle: ...
+
+    @overload
+    def _entity(self, sel: JSON, allocate: bool) -> Handle | None: ...
+
+    def _entity(self, sel: JSON, allocate: bool) -> Handle | None:
         if type(sel) is str:
             found = self._name(sel, allocate=False)   # only the created list allocates
             if found is None and allocate:
@@ -137,7 +150,13 @@ class LeanReplay:
             self.eids[eid] = found
         return found
 
-    def _attribute(self, name: str, allocate: bool):
+    @overload
+    def _attribute(self, name: str, allocate: Literal[True]) -> Handle: ...
+
+    @overload
+    def _attribute(self, name: str, allocate: bool) -> Handle | None: ...
+
+    def _attribute(self, name: str, allocate: bool) -> Handle | None:
         a = self._name(name, allocate=False)
         if a is None:
             if allocate:
@@ -147,14 +166,20 @@ class LeanReplay:
             raise Undecided()   # schema, shapes and receipts: the general planner's rules
         return a
 
-    def _value(self, raw, tag, allocate: bool):
+    @overload
+    def _value(self, raw: JSON, tag: str, allocate: Literal[True]) -> Value: ...
+
+    @overload
+    def _value(self, raw: JSON, tag: str, allocate: bool) -> Value | None: ...
+
+    def _value(self, raw: JSON, tag: str, allocate: bool) -> Value | None:
         decoded = from_tagged(raw, tag)
         if isinstance(decoded, RefWire):
             target = self._entity(decoded.selector, allocate)
             return None if target is None else Value(TAG_REF, target, None)
         return decoded
 
-    def _slot(self, e, a) -> Slot:
+    def _slot(self, e: Handle, a: Handle) -> Slot:
         key = (e, a)
         found = self.slots.get(key)
         if found is None:
@@ -162,7 +187,7 @@ class LeanReplay:
             found = self.slots[key] = Slot.over(e, a, live)
         return found
 
-    def _retract(self, e, a, raw, tag) -> None:
+    def _retract(self, e: JSON, a: str, raw: JSON, tag: str) -> None:
         target = self._entity(e, allocate=False)
         attr = self._attribute(a, allocate=False)
         value = self._value(raw, tag, allocate=False)
@@ -176,7 +201,7 @@ class LeanReplay:
             if key in slot.live:
                 slot.removed[key] = next(self.seq)
 
-    def _assert(self, e, a, raw, tag) -> None:
+    def _assert(self, e: JSON, a: str, raw: JSON, tag: str) -> None:
         target = self._entity(e, allocate=True)
         if isinstance(target, int) and (target <= SYSTEM_MAX or (type(e) is not str and self.cat.name_of(target) is None
                                                                  and self.cat.is_transaction(target))):
@@ -186,7 +211,7 @@ class LeanReplay:
         schema = self.schema(attr)
         declared = schema["type"]
         if value.t == TAG_VECTOR and (declared is None or schema["dims"] is None
-                                      or schema["dims"] != len(value.blob) // 4):
+                                      or schema["dims"] != len(value.blob) // 4):  # type: ignore[arg-type]  # a vector's blob is its packed bytes
             raise Undecided()   # inferred type or dims, or a dimension the general planner refuses
         if declared is not None and value.t not in TYPE_TAGS.get(declared, ()):
             raise Undecided()
@@ -206,6 +231,8 @@ class LeanReplay:
         self.owners.setdefault((attr, key), []).append(target)
 
     def _finish(self) -> Delta:
+        asserted: list[tuple[int, Handle, Handle, Value]]
+        retracted: list[tuple[int, Handle, Handle, Value, int]]
         asserted, retracted = [], []
         for slot in self.dirty.values():
             fresh = [key for key in slot.present if key not in slot.live]
@@ -220,15 +247,16 @@ class LeanReplay:
                     retracted.append((seq, slot.e, slot.a, Value(key[0], key[1], None), slot.live[key]))
         asserted.sort(key=lambda r: r[0])
         retracted.sort(key=lambda r: r[0])
-        used = set()
+        used: set[int] = set()
         for _, e, _, value in asserted:
             used.add(id(e))
             if value.t == TAG_REF:
                 used.add(id(value.v))
         kept = [n for n in self.new if n.kind == "name" or id(n) in used]
-        return Delta([r[1:] for r in asserted], [r[1:] for r in retracted], kept)
+        # only live facts are retracted, and their entities and attributes are stored ids
+        return Delta([r[1:] for r in asserted], [r[1:] for r in retracted], kept)  # type: ignore[misc]
 
-    def _check(self, slot: Slot, fresh: list) -> None:
+    def _check(self, slot: Slot, fresh: list[ValueKey]) -> None:
         """``Constraints.check_slot``'s rules; any doubt goes to the general planner."""
         schema = self.schema(slot.a)
         declared = schema["type"]
@@ -249,4 +277,4 @@ class LeanReplay:
                             raise Undecided()   # another entity holds it (or this one, unexpectedly)
 
 
-NEW_ATTRIBUTE = {"type": None, "many": False, "unique": False, "nohistory": None, "dims": None}
+NEW_ATTRIBUTE: dict[str, Any] = {"type": None, "many": False, "unique": False, "nohistory": None, "dims": None}
