@@ -10,14 +10,18 @@ from __future__ import annotations
 import os
 import stat
 import time
+from typing import TYPE_CHECKING
 
 import apsw
 
 from fgraph.core import layout, replica
-from fgraph.core.errors import FormatError, NotFound, ReadOnly
+from fgraph.core.errors import FormatError, NotFound, ReadOnly, rewrap
 from fgraph.core.files import refuse_sidecar_name
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import translate
+
+if TYPE_CHECKING:
+    from fgraph.core.identity import Clock
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -74,8 +78,8 @@ def set_query_only(conn: apsw.Connection, read_only: bool) -> None:
 
 def read_only_uri(path: str) -> str:
     """The URI of the read-only open rule: ``mode=ro``, plus ``immutable=1`` where
-    ``_needs_immutable`` says so (fgraph's own rare immutable open, and the browser's sqlite3)."""
-    return f"file:{_quoted(path)}?mode=ro" + ("&immutable=1" if _needs_immutable(path) else "")
+    ``needs_immutable`` says so (fgraph's own rare immutable open, and the browser's sqlite3)."""
+    return f"file:{_quoted(path)}?mode=ro" + ("&immutable=1" if needs_immutable(path) else "")
 
 
 def _quoted(path: str) -> str:
@@ -83,7 +87,7 @@ def _quoted(path: str) -> str:
     return urllib.parse.quote(os.path.abspath(path), safe="/")
 
 
-def _needs_immutable(path: str) -> bool:
+def needs_immutable(path: str) -> bool:
     """A WAL file in a read-only directory without sidecars can only be opened immutable."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
     if os.access(directory, os.W_OK):
@@ -95,7 +99,7 @@ def _connect_raw(path: str, read_only: bool) -> apsw.Connection:
     # A plain file name, not a URI: the name is taken literally ("?" and "#" included), and the
     # open flags say read-only or read-write-create.
     if read_only:
-        if _needs_immutable(path):
+        if needs_immutable(path):
             return apsw.Connection(read_only_uri(path), flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
         return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
@@ -194,7 +198,8 @@ def open_replica(path: str, read_only: bool) -> apsw.Connection:
         raise
 
 
-def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -> apsw.Connection:
+def open_connection(path: str | os.PathLike[str], read_only: bool = False, *,
+                    genesis_clock: Clock | int | None = None) -> apsw.Connection:
     """Open, classify and configure a connection; initialise a new writable file.
 
     ``genesis_clock`` is the clock used when the file needs genesis.
@@ -221,7 +226,7 @@ def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -
         typed = translate(exc, writing=not read_only)
         if typed is None:
             raise
-        raise type(typed)(f"{path!r}: {typed.message}", typed.hint) from None
+        raise rewrap(typed, before=f"{path!r}: ") from exc
     try:
         set_busy_timeout(conn)
         state = layout.classify(conn, path)
@@ -245,7 +250,7 @@ def open_connection(path: str, read_only: bool = False, *, genesis_clock=None) -
         conn.close()
         typed = translate(exc, writing=not read_only)
         if typed is not None:
-            raise type(typed)(f"{path!r}: {typed.message}", typed.hint) from None
+            raise rewrap(typed, before=f"{path!r}: ") from exc
         raise
 
 
@@ -259,4 +264,4 @@ def close_connection(conn: apsw.Connection) -> None:
         typed = translate(exc)
         if typed is None:
             raise
-        raise type(typed)(f"closing the database: {typed.message}", typed.hint) from None
+        raise rewrap(typed, before="closing the database: ") from exc

@@ -74,6 +74,16 @@ class FormatError(FgraphError):
     name = "FormatError"
 
 
+def rewrap(error: FgraphError, message: str | None = None, *, before: str = "", after: str = "",
+           hint: str | None = None) -> FgraphError:
+    """``error`` told again where the caller knows more (the input line, the path, what was rolled
+    back): the same class, so its contract name stays; the message ``before + message + after``,
+    ``message`` being the error's own unless given; the error's hint unless ``hint`` is given.
+    Raise it ``from error``, so the traceback keeps where it came from."""
+    return type(error)(before + (error.message if message is None else message) + after,
+                       error.hint if hint is None else hint)
+
+
 DAMAGE_ADVICE = "run `fgraph doctor` to list the damage, then restore from a verified backup or snapshot"
 
 

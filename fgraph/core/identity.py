@@ -13,6 +13,7 @@ import uuid
 from typing import Callable
 
 from fgraph.core import settings
+from fgraph.core.checks import strict_int
 from fgraph.core.hashing import sha1, sha256
 from fgraph.core.errors import ValueTypeError, damaged
 from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, UUID_RE  # noqa: F401 (GENESIS_TX re-exported)
@@ -67,10 +68,8 @@ def make_clock(clock: Clock | int | None) -> Clock:
 
 def read_clock(clock: Clock) -> int:
     """One checked clock reading."""
-    value = clock()
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueTypeError(f"the clock returned {value!r}, not an integer",
-                             "make the clock return integer microseconds")
+    value = strict_int(clock(), "the clock returned {value!r}, not an integer",
+                       "make the clock return integer microseconds")
     if not INSTANT_MIN <= value <= INSTANT_MAX:
         raise ValueTypeError(f"the clock returned {value}, outside the instant domain",
                              "make the clock return microseconds between years 1 and 9999")
@@ -121,7 +120,7 @@ def anonymous_eid(event_uuid: str, ordinal: int) -> bytes:
     return bytes(raw)
 
 
-def gid_to_uuid(gid: bytes) -> str:
+def gid_to_uuid(gid: bytes | bytearray | memoryview | None) -> str:
     if type(gid) is bytes and len(gid) == 16:  # the hot path of snapshots and reads: no UUID object
         h = gid.hex()
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

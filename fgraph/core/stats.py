@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from fgraph.core.limits import APPLICATION_ID, USER_VERSION
 from fgraph.core.names import ATTRIBUTE_RE
 from fgraph.core.values import INDIRECT_TAGS
 
 if TYPE_CHECKING:
     import apsw
 
-APPLICATION_ID, FORMAT_VERSION = 1718055521, 2
 _BLOB_TAGS = ", ".join(str(t) for t in sorted(INDIRECT_TAGS))
 # each step is one seek: the smallest attribute id above the last one
 _ATTRIBUTES_IN_USE = ("WITH RECURSIVE used(a) AS (SELECT min(a) FROM fgraph_facts INDEXED BY fgraph_avet "
@@ -49,7 +49,7 @@ def stats_at(conn: apsw.Connection, basis: int, path: str) -> dict[str, int]:
     blobs = one(f"{_ATTRIBUTES_IN_USE}SELECT count(DISTINCT v) FROM fgraph_facts INDEXED BY fgraph_avet "
                 f"WHERE a IN (SELECT a FROM used) AND t IN ({_BLOB_TAGS}) AND tx <= ?", basis)
     return {
-        "application_id": APPLICATION_ID, "format_version": FORMAT_VERSION,
+        "application_id": APPLICATION_ID, "format_version": USER_VERSION,
         "attributes": _attributes(conn, basis),
         "blobs": blobs,
         "entities": ids - transactions,

@@ -17,7 +17,7 @@ import time
 
 import apsw
 
-from fgraph.core.errors import FgraphError
+from fgraph.core.errors import FgraphError, rewrap
 from fgraph.core.files import (
     read_sidecar, refuse_unsafe_target, remove_sidecar, sweep_abandoned_temporaries, vector_index_files,
     write_atomically,
@@ -55,7 +55,7 @@ def owe(path: str, tx: int) -> None:
             return  # an older scrub is still owed: keep its transaction, the next scrub covers both
         _record(marker, tx)
     except FgraphError as exc:
-        raise type(exc)(f"{exc.message}; the excision was rolled back, nothing was erased", exc.hint) from None
+        raise rewrap(exc, after="; the excision was rolled back, nothing was erased") from exc
 
 
 def _record(marker: str, tx: int | None) -> None:

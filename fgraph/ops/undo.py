@@ -7,7 +7,8 @@ re-assertions and a value re-asserted independently after T is left alone.
 from __future__ import annotations
 
 from fgraph.core import values
-from fgraph.core.errors import NotFound, Unsupported, ValueTypeError
+from fgraph.core.checks import strict_int
+from fgraph.core.errors import NotFound, Unsupported
 from fgraph.core.genesis import A_UNDOES
 from fgraph.core.transact import UNSET, Request
 from fgraph.core.values import Value
@@ -15,8 +16,8 @@ from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 
 
 def undo_request(target, *, by=None, source=None, meta=UNSET, operation_id=None, if_basis_tx=None) -> Request:
-    if isinstance(target, bool) or not isinstance(target, int) or not INT64_MIN <= target <= INT64_MAX:
-        raise ValueTypeError(f"transaction {target!r} is not an integer id", "pass the tx number to undo")
+    strict_int(target, "transaction {value!r} is not an integer id", "pass the tx number to undo", low=INT64_MIN,
+               high=INT64_MAX)
     if target <= GENESIS_TX:
         raise Unsupported(f"transaction {target} cannot be undone", "genesis and earlier ids are not undoable")
     envelope = {"operation": "undo", "tx": target}

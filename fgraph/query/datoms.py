@@ -16,7 +16,9 @@ from fgraph.core.asof import visible_at
 from fgraph.core import values
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
+from fgraph.core.checks import is_strict_int, strict_int
 from fgraph.core.errors import FgraphError, NotFound, QueryError, ValueTypeError
+from fgraph.core.limits import DATOMS_LIMIT, DATOMS_MAX_LIMIT
 from fgraph.core.values import TAG_REF, RefWire
 from fgraph.query.datalog.results import Renderer
 from fgraph.query.datalog.terms import Terms
@@ -26,7 +28,6 @@ INDEXES = {"eavt": ("e", "a", "v", "tx", "added"), "avet": ("a", "v", "e", "tx",
 SEEK = {"eavt": ("e", "a", "v", "t", "dtx", "added", "id"), "avet": ("a", "v", "e", "t", "dtx", "added", "id"),
         "vaet": ("v", "a", "e", "t", "dtx", "added", "id")}
 CURSOR_VERSION = 2
-MAX_LIMIT = 1000
 
 
 class _Empty(Exception):
@@ -42,8 +43,8 @@ def _check(index, components, source, limit) -> list:
         raise QueryError(f"datoms takes at most 5 components, got {len(components)}", "drop trailing components")
     if type(source) is not str or source not in ("current", "history"):
         raise QueryError(f"datoms source {source!r} is not valid", 'use "current" or "history"')
-    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
-        raise QueryError(f"datoms limit {limit!r} must be an integer from 1 to {MAX_LIMIT}", "pass --limit 100")
+    strict_int(limit, "datoms limit {value!r} must be an integer from {low} to {high}", f"pass --limit {DATOMS_LIMIT}",
+               low=1, high=DATOMS_MAX_LIMIT, error=QueryError)
     return list(components)
 
 
@@ -72,7 +73,7 @@ def decode_cursor(cursor, index: str, source: str, components: list, view_basis:
         raise QueryError("datoms cursor belongs to another index, source or components",
                          "repeat the call with the index, source and components of the first page")
     basis, seek = doc["basis"], doc["seek"]
-    if type(basis) is not int or type(seek) is not list or len(seek) != 7:
+    if not is_strict_int(basis) or type(seek) is not list or len(seek) != 7:
         raise bad
     if basis > view_basis:
         raise QueryError(f"datoms cursor is at transaction {basis}, after this view's {view_basis}",
@@ -135,7 +136,7 @@ def _component(terms: Terms, reader, role: str, raw, index: str, first: bool):
     return [("t", wire.t), ("v", wire.v)]
 
 
-def datoms(reader, index="eavt", components=(), *, source="current", limit=100, cursor=None) -> dict:
+def datoms(reader, index="eavt", components=(), *, source="current", limit=DATOMS_LIMIT, cursor=None) -> dict:
     """One page of ``index`` at the reader's basis, or at the cursor's."""
     components = _check(index, components, source, limit)
     basis = reader.basis

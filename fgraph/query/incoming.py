@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fgraph.core.asof import visible_at
 from fgraph.core.catalog import Catalog
-from fgraph.core.errors import ValueTypeError
+from fgraph.core.checks import optional_int
 from fgraph.core.values import TAG_REF
 
 
@@ -21,8 +21,7 @@ def incoming(reader, ref, *, limit=None) -> dict:
     """``Db.incoming``: ``{"basis_tx", "items", "truncated"}``; each item is
     ``{"entity", "attribute", "name"}`` (the referrer as name or id, the attribute, its name or
     None), ordered by attribute name, then by entity id. Unknown ``ref`` is NotFound."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueTypeError(f"incoming limit {limit!r} is invalid", "pass a positive number of items, or None for all")
+    optional_int(limit, "incoming limit {value!r} is invalid", "pass a positive number of items, or None for all", low=1)
     target = reader.resolve(ref)
     live = reader.basis >= Catalog(reader.conn).latest_tx()
     visible = visible_at(reader.basis, reader.basis if live else None)

@@ -14,6 +14,7 @@ from typing import Callable
 from fgraph.core import values
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
+from fgraph.core.checks import strict_int
 from fgraph.core.errors import Conflict, FgraphError, SchemaError, TooLarge, ValueTypeError
 from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
 from fgraph.core.names import check_attribute_name, check_name
@@ -85,9 +86,8 @@ def validate_record(record) -> None:
     if missing:
         raise _fail(f"missing fields {missing}")
     check_event_uuid(record["event"])
-    at = record["at"]
-    if isinstance(at, bool) or not isinstance(at, int) or not INSTANT_MIN <= at <= INSTANT_MAX:
-        raise _fail(f"at {at!r} is not an instant in microseconds")
+    strict_int(record["at"], "at {value!r} is not an instant in microseconds", low=INSTANT_MIN, high=INSTANT_MAX,
+               error=_fail)
     for key in ("created", "asserted", "retracted", "tx_facts"):
         if key in record and not isinstance(record[key], list):
             raise _fail(f"{key} must be an array")

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from fgraph.core.canonical import dumps
 from fgraph.core.catalog import Catalog
-from fgraph.core.errors import ValueTypeError
+from fgraph.core.checks import optional_int, strict_int
 from fgraph.core.identity import gid_to_uuid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX
 from fgraph.core.payload import payload_bytes, verified_text
@@ -23,10 +23,8 @@ BATCH = 512
 
 
 def check_since(since) -> int:
-    if isinstance(since, bool) or not isinstance(since, int) or not GENESIS_TX <= since <= INT64_MAX:
-        raise ValueTypeError(f"--since {since!r} is outside [64, 2^63-1]",
-                             "pass a local transaction id (64 starts after genesis)")
-    return since
+    return strict_int(since, "--since {value!r} is outside [{low}, 2^63-1]",
+                      "pass a local transaction id ({low} starts after genesis)", low=GENESIS_TX, high=INT64_MAX)
 
 
 def redacted_stub(cat: Catalog, tx: int, event_hash: bytes) -> str:
@@ -53,11 +51,8 @@ def _rows(conn, since: int, through: int | None):
 
 
 def check_through(through) -> int | None:
-    if through is None:
-        return None
-    if isinstance(through, bool) or not isinstance(through, int) or not GENESIS_TX <= through <= INT64_MAX:
-        raise ValueTypeError(f"event through {through!r} is invalid", "use a transaction id at least 64")
-    return through
+    return optional_int(through, "event through {value!r} is invalid", "use a transaction id at least {low}",
+                        low=GENESIS_TX, high=INT64_MAX)
 
 
 def iter_event_lines(conn, since: int = GENESIS_TX, through: int | None = None) -> Iterator[tuple[int, str]]:

@@ -9,7 +9,7 @@ import pytest
 
 import fgraph
 from fgraph.core import errors
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 CONTRACT_NAMES = ("NotFound", "Conflict", "SchemaError", "TypeError", "QueryError", "FormatError", "ReadOnly",
                   "TooLarge", "Unsupported")
@@ -140,3 +140,24 @@ def test_stream_errors_carry_their_line_as_data():
         db.close()
     inner = FormatError("bad", "hint").at_line(7)
     assert inner.at_line(9) is inner and inner.line == 7 and str(inner) == "line 7: bad; hint"
+
+
+def test_rewrap_keeps_the_class_and_the_hint_and_adds_the_callers_words():
+    original = fgraph.ValueTypeError("unexpected character", "correct the JSON syntax")
+    told = errors.rewrap(original, before="add input line 3: ")
+    assert type(told) is fgraph.ValueTypeError and told.name == "TypeError"
+    assert str(told) == "add input line 3: unexpected character; correct the JSON syntax"
+    after = errors.rewrap(fgraph.Conflict("disk full"), after="; the excision was rolled back")
+    assert (after.message, after.hint) == ("disk full; the excision was rolled back", None)
+    replaced = errors.rewrap(original, "another message", hint="another hint")
+    assert (replaced.message, replaced.hint) == ("another message", "another hint")
+    assert original.message == "unexpected character"   # the original is left as it was
+
+
+def test_a_rewrapped_error_keeps_where_it_came_from():
+    """Raised ``from`` the original, so a traceback shows both (parse_json_argument of the CLI)."""
+    from fgraph.cli.base import parse_json_argument
+    with pytest.raises(fgraph.ValueTypeError) as caught:
+        parse_json_argument("{", "--components")
+    assert caught.value.message.startswith("--components is not valid JSON: ")
+    assert isinstance(caught.value.__cause__, fgraph.ValueTypeError)

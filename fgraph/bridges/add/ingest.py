@@ -22,10 +22,11 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from fgraph.core.canonical import loads
-from fgraph.core.errors import FgraphError, FormatError, ValueTypeError
+from fgraph.core.checks import optional_int
+from fgraph.core.errors import FgraphError, FormatError, ValueTypeError, rewrap
+from fgraph.core.limits import MAX_BATCH_SIZE
 from fgraph.bridges.add.data_source import DataSource, read_bounded_text, text_lines
 
-MAX_BATCH_SIZE = 10000
 INPUT_HINT = "provide JSON inline, via @file, or on stdin with '-'"
 PATH_OR_JSON_HINT = "pass a file path, @file, inline JSON or - for stdin"
 
@@ -82,7 +83,7 @@ def parse_records(text: str) -> tuple[list, bool]:
         except FgraphError as exc:
             if not records and isinstance(exc, ValueTypeError):
                 break  # the first line is not JSON either: report the document's own error
-            raise type(exc)(f"add input line {number}: {exc.message}", exc.hint) from None
+            raise rewrap(exc, before=f"add input line {number}: ") from exc
     if len(records) < 2:
         raise ValueTypeError(f"add input: {first_error.message}",
                              first_error.hint or "correct the JSON syntax")
@@ -224,7 +225,7 @@ def _parsed_lines(source: DataSource) -> Iterator[tuple[int, object]]:
         try:
             yield number, loads(line)
         except FgraphError as exc:
-            raise type(exc)(f"add input line {number}: {exc.message}", exc.hint) from None
+            raise rewrap(exc, before=f"add input line {number}: ") from exc
 
 
 def _check_lines(source: DataSource, on_line=None) -> int:
@@ -249,9 +250,7 @@ def prepare(data: "str | DataSource", *, operation_id=None, operation_id_prefix=
     if operation_id_prefix is not None and operation_id is not None:
         raise ValueTypeError("operation_id and operation_id_prefix are exclusive",
                              "use operation_id for one transaction or operation_id_prefix for batches")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                   or not 1 <= batch_size <= MAX_BATCH_SIZE):
-        raise ValueTypeError(f"batch_size {batch_size!r} is out of range", f"use 1..{MAX_BATCH_SIZE}")
+    optional_int(batch_size, "batch_size {value!r} is out of range", "use {low}..{high}", low=1, high=MAX_BATCH_SIZE)
     if operation_id_prefix is not None and not isinstance(operation_id_prefix, str):
         raise ValueTypeError(f"operation_id_prefix {operation_id_prefix!r} is not a string", "use a short text key")
     options = {"operation_id": operation_id, "operation_id_prefix": operation_id_prefix, "batch_size": batch_size,

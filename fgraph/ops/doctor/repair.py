@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import apsw
 
+from fgraph.core.checks import is_strict_int
 from fgraph.core.connection import open_connection
 from fgraph.core.errors import FormatError, ReadOnly
 from fgraph.core.limits import MEMORY
@@ -91,7 +92,7 @@ def owing_excisions(diagnosis: Diagnosis, conn: apsw.Connection, path: str, repa
 
 def _never_committed(conn: apsw.Connection, tx) -> bool:
     """A marker naming a transaction the file does not hold (a marker without a readable tx is kept)."""
-    if isinstance(tx, bool) or not isinstance(tx, int):
+    if not is_strict_int(tx):
         return False
     return conn.execute("SELECT 1 FROM fgraph_events WHERE tx = ?", (tx,)).fetchone() is None
 

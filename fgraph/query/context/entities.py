@@ -48,8 +48,8 @@ from fgraph.core.limits import GENESIS_TX
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import TAG_INSTANT, TAG_LONG_TEXT, TAG_REF, TAG_TEXT, TAG_VECTOR, format_instant
 from fgraph.query.context import shape as context_shape
-from fgraph.query.context.shape import (ELLIPSIS, MAX_BUDGET, MAX_LIMIT, _MORE_KEY, at_least, budget_for, call,
-                                        how_many, summary)
+from fgraph.query.context.shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, MORE_KEY, at_least,
+                                        budget_for, call, how_many, summary)
 
 PRIMARY = ("text", "what", "content", "body", "summary", "description", "observation", "note", "title")
 RATIONALE = ("why", "because", "reason", "rationale")
@@ -58,8 +58,8 @@ _BOOKKEEPING_SQL = "({n}.name LIKE 'fgraph/%' OR {n}.name LIKE 'db/%' OR {n}.nam
 _SPACE = re.compile(r"\s+")
 
 
-def context(reader, since=None, budget: int = 3000, *, limit: int = 10, entity=None, format: str = "markdown",
-            type=None, more_hint: str = "cli") -> dict:
+def context(reader, since=None, budget: int = DEFAULT_BUDGET, *, limit: int = DEFAULT_LIMIT, entity=None,
+            format: str = "markdown", type=None, more_hint: str = "cli") -> dict:
     """The entities changed after ``since`` as ``{basis_tx, since, items, left_out, truncated,
     text | entities[, more]}``; options are checked by ``fgraph.query.context.changes.context``."""
     with read_transaction(reader.conn):
@@ -346,9 +346,9 @@ def _as_json(reader, walk, total, budget, limit, rest) -> dict:
     skeleton = dict(summary(reader.basis, walk.low, total, 0), items=total, truncated=False,
                     entities=[])  # the longest form of every number and flag
     chosen, needed = _window(reader, walk, total, budget, limit, rest, lambda item: len(dumps(_entry(item))) + 1,
-                     len(dumps(skeleton)), overhead=len(_MORE_KEY))
+                     len(dumps(skeleton)), overhead=len(MORE_KEY))
     out = dict(summary(reader.basis, walk.low, total, len(chosen)), entities=[_entry(item) for item in chosen])
     if out["truncated"]:
-        room = budget - len(dumps(out)) - len(_MORE_KEY)
+        room = budget - len(dumps(out)) - len(MORE_KEY)
         out["more"] = _more(total, len(chosen), rest(needed), room)
     return out

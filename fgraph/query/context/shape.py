@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 from fgraph.core.canonical import dumps
+from fgraph.core.checks import strict_int
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_COUNT_CAP, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET,
                                 CONTEXT_MAX_LIMIT, CONTEXT_MIN_BUDGET)
@@ -16,7 +17,7 @@ FORMATS = ("markdown", "json")
 VIEWS = ("change", "entity")
 MORE_HINTS = ("cli", "tool", "resource")
 ELLIPSIS = "…"
-_MORE_KEY = ',"more":""'
+MORE_KEY = ',"more":""'  # the least a "more" key adds: both views keep room for it when they cut
 COUNT_CAP = CONTEXT_COUNT_CAP  # read as ``context_shape.COUNT_CAP`` so a test can lower it for both views
 
 
@@ -40,11 +41,10 @@ def summary(basis: int, since: int, total: int, shown: int) -> dict:
 
 def check(budget, limit, format, by="change", type=None, more_hint="cli") -> None:
     """Refuse an option no view accepts, saying what to pass instead."""
-    if isinstance(budget, bool) or not isinstance(budget, int) or not MIN_BUDGET <= budget <= MAX_BUDGET:
-        raise ValueTypeError(f"context budget {budget!r} is invalid",
-                             f"pass a character budget from {MIN_BUDGET} through {MAX_BUDGET}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValueTypeError(f"context limit {limit!r} is invalid", f"pass a number of items from 1 through {MAX_LIMIT}")
+    strict_int(budget, "context budget {value!r} is invalid", "pass a character budget from {low} through {high}",
+               low=MIN_BUDGET, high=MAX_BUDGET)
+    strict_int(limit, "context limit {value!r} is invalid", "pass a number of items from {low} through {high}",
+               low=1, high=MAX_LIMIT)
     if format not in FORMATS:
         raise ValueTypeError(f"context format {format!r} is unknown", "choose markdown or json")
     if by not in VIEWS:

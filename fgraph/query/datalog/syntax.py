@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fgraph.core.checks import optional_int, strict_int
 from fgraph.core.errors import QueryError
 from fgraph.query.datalog.pull_syntax import parse_pattern
 
@@ -376,10 +377,8 @@ def _order(raw, bound: set, find: list, locals_: set) -> list:
 
 
 def _window(raw: dict) -> tuple[int | None, int]:
-    limit = raw.get("limit")
-    if limit is not None and (type(limit) is not int or limit < 0):
-        raise _fail(f"limit {limit!r} must be an integer >= 0 or null", 'write "limit": 10')
-    offset = raw.get("offset", 0)
-    if type(offset) is not int or offset < 0:
-        raise _fail(f"offset {offset!r} must be an integer >= 0", 'write "offset": 0')
+    limit = optional_int(raw.get("limit"), "limit {value!r} must be an integer >= 0 or null", 'write "limit": 10',
+                         low=0, error=_fail)
+    offset = strict_int(raw.get("offset", 0), "offset {value!r} must be an integer >= 0", 'write "offset": 0', low=0,
+                        error=_fail)
     return limit, offset

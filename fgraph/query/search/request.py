@@ -13,13 +13,16 @@ from dataclasses import dataclass
 
 from fgraph.core import values
 from fgraph.core.canonical import short_repr
+from fgraph.core.checks import strict_int
 from fgraph.core.errors import ValueTypeError
+from fgraph.core.limits import SEARCH_EXPAND, SEARCH_K, SEARCH_MAX_EXPAND, SEARCH_MAX_K
 
 OPTIONS = ("text", "vector", "k", "expand", "filters", "vector_attribute", "text_attributes", "match")
 # fact: every word in one fact (spec 13, the published rule); entity: the words across an
 # entity's facts and the names it refers to; fill: fact hits first, then entity hits to fill k
 MATCHES = ("fact", "entity", "fill")
-MAX_K, MAX_EXPAND, MAX_FILTERS, MAX_TEXT_ATTRIBUTES = 100, 3, 16, 16
+MAX_FILTERS, MAX_TEXT_ATTRIBUTES = 16, 16
+_INTEGER_FROM = "use an integer from {low} through {high}"
 WORD = re.compile(r"\w+")
 _SEQUENCES = (list, tuple)
 
@@ -49,7 +52,7 @@ def check_options(options: dict) -> None:
                              "use text, vector, k, expand, filters, vector_attribute, text_attributes, match")
 
 
-def parse(text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=None,
+def parse(text=None, vector=None, k=SEARCH_K, expand=SEARCH_EXPAND, filters=(), vector_attribute=None,
           text_attributes=(), match="fact") -> SearchRequest:
     if text is not None and not isinstance(text, str):
         raise ValueTypeError(f"search text {short_repr(text)} is not a string", "pass the words to look for")
@@ -57,8 +60,8 @@ def parse(text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=N
     if not has_text and vector is None:
         raise ValueTypeError("search needs a non-blank text or a vector",
                              "pass --text, or --vector with --vector-attribute")
-    _check_int("k", k, 1, MAX_K)
-    _check_int("expand", expand, 0, MAX_EXPAND)
+    strict_int(k, "search k={value!r} is invalid", _INTEGER_FROM, low=1, high=SEARCH_MAX_K)
+    strict_int(expand, "search expand={value!r} is invalid", _INTEGER_FROM, low=0, high=SEARCH_MAX_EXPAND)
     pairs = _filters(filters)
     names = _text_attributes(text_attributes)
     if not isinstance(vector_attribute, str):
@@ -75,11 +78,6 @@ def parse(text=None, vector=None, k=10, expand=0, filters=(), vector_attribute=N
     return SearchRequest(words=tuple(WORD.findall(text)) if has_text else None, vector=vector,
                          k=k, expand=expand, filters=pairs, vector_attribute=vector_attribute,
                          text_attributes=names, match=match)
-
-
-def _check_int(name: str, value, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueTypeError(f"search {name}={value!r} is invalid", f"use an integer from {low} through {high}")
 
 
 def _filters(raw) -> tuple:

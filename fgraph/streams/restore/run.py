@@ -30,6 +30,7 @@ from fgraph.streams.restore.lookups import Lookups, Window, selector_key, size_t
 from fgraph.core.limits import MAX_SNAPSHOT_LINE_BYTES
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.catalog import Catalog
+from fgraph.core.checks import is_strict_int, strict_int
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, TooLarge
 from fgraph.core.genesis import A_AT, A_IMPORTED_AT, GENESIS_AT_FACT, genesis_event
 from fgraph.core.identity import GENESIS_EVENT, INSTANT_MAX, INSTANT_MIN, check_event_uuid, uuid_to_gid
@@ -51,9 +52,8 @@ FOOTER_KEYS = frozenset({"facts", "fgraph", "receipts", "sha256"})
 
 
 def _instant(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not INSTANT_MIN <= value <= INSTANT_MAX:
-        raise refused_stream(f"{what} {value!r} is not an instant in microseconds")
-    return value
+    return strict_int(value, what + " {value!r} is not an instant in microseconds", low=INSTANT_MIN, high=INSTANT_MAX,
+                      error=refused_stream)
 
 
 class Restorer:
@@ -304,7 +304,7 @@ class Restorer:
                            "the file was altered or damaged; take a new snapshot")
         for key, count in self.counted.items():
             n = footer[key]
-            if isinstance(n, bool) or not isinstance(n, int) or n != count:
+            if not is_strict_int(n) or n != count:
                 raise refused_stream(f"the footer says {n!r} {key} but the stream has {count}")
         if self.deferred is not None:
             raise self.deferred
