@@ -11,6 +11,9 @@ way to create, read, replace and remove them, so that none can be turned against
   and accept only a regular file; ``remove_sidecar`` removes a file or a link, nothing else.
 - ``refuse_sidecar_name`` keeps a new file off the names SQLite gives a database's journal, WAL
   and shared memory: a file there would be taken for part of that database.
+- ``publish`` gives a finished copy (a backup, a restored backup) its name: fsynced first, then a
+  hard link that never replaces anything (or, where asked, a rename over an empty regular file),
+  then the directory fsynced. ``same_file`` says whether two paths name one file.
 
 Every failure is a typed error naming the path and what to do; an ``OSError`` never escapes.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 
@@ -131,7 +135,8 @@ def sweep_abandoned_temporaries(path: str) -> list[str]:
     """Remove the temporaries of ``path`` whose writer process no longer exists (killed mid-write);
     a live writer's, links and anything not a regular file are left alone. Returns the names removed."""
     directory = os.path.dirname(os.path.abspath(path))
-    prefix, removed = _temporary_prefix(path), []
+    prefix = _temporary_prefix(path)
+    removed: list[str] = []
     try:
         entries = list(os.scandir(directory))
     except OSError:
@@ -185,6 +190,48 @@ def write_atomically(path: str, data: bytes, what: str = "file") -> None:
         fsync_directory(directory)
     except OSError as exc:
         raise os_failure(exc, directory, f"directory of the {what}", "synced") from None
+
+
+def same_file(a: str, b: str) -> bool:
+    """True when two paths name one file (symbolic and hard links included); a path that cannot
+    be examined names no file, so it is the same only as its own spelling."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def publish(scratch: str, destination: str, what: str, *, during: str, hint: str, onto_empty: bool = False,
+            failure: Callable[[OSError], FgraphError] | None = None) -> None:
+    """Give the finished file ``scratch`` (a sibling of ``destination``) the name ``destination``,
+    durably: the file is fsynced, then hard-linked, which never replaces a name, whatever is there
+    (a file, a link, a FIFO, a directory: a Conflict saying it appeared ``during`` the work, with
+    ``hint``), then the directory is fsynced so the name survives a power cut. With
+    ``onto_empty``, an empty regular file at ``destination`` (made to receive the copy) is
+    replaced by a rename instead; anything else there is refused. ``scratch`` keeps its own name
+    for the caller to remove. An OSError is raised as ``failure(exc)``, by default the error
+    ``os_failure`` gives: a caller whose contract names one error for every failure passes its own."""
+    try:
+        fsync_file(scratch)
+        try:
+            there = os.lstat(destination) if onto_empty else None
+        except FileNotFoundError:
+            there = None
+        if there is None:
+            try:
+                os.link(scratch, destination)
+            except FileExistsError:
+                raise Conflict(f"{what} {destination!r} appeared during {during}", hint) from None
+        elif stat.S_ISREG(there.st_mode) and there.st_size == 0:
+            os.replace(scratch, destination)
+        else:
+            now = "was written" if stat.S_ISREG(there.st_mode) else f"became {_kind(there.st_mode)}"
+            raise Conflict(f"{what} {destination!r} {now} during {during}", hint)
+        fsync_directory(os.path.dirname(os.path.abspath(destination)))
+    except OSError as exc:
+        raise (failure(exc) if failure is not None else os_failure(exc, destination, what, "published")) from exc
 
 
 def open_sidecar(path: str, what: str) -> int:

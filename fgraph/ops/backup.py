@@ -4,8 +4,9 @@ The copy is made with SQLite's online backup API in one step (a consistent snaps
 source, however busy its writer), into a private temporary sibling of the destination. The
 temporary file is verified by the full doctor through an immutable read-only handle (so no
 ``-wal``/``-shm`` sidecars appear), its basis transaction and logical digest are read from
-the copy itself, it is fsynced, then published with a hard link, which never replaces an
-existing name, and the directory is fsynced.
+the copy itself, then ``core.files.publish`` fsyncs it and gives it its name with a hard link,
+which never replaces an existing name (or renames it over the empty file a restore was pointed
+at), and fsyncs the directory.
 
 Nothing is left behind: every exit path removes the temporary name and its sidecars, and a
 tiny watchdog process removes them if this process is killed (SIGKILL) before it finishes.
@@ -21,11 +22,11 @@ import time
 
 import apsw
 
-from fgraph.core.files import fsync_directory, fsync_file, refuse_sidecar_name
+from fgraph.core.files import publish, refuse_sidecar_name, same_file
 from fgraph.core import connection, layout, replica
 from fgraph.ops import doctor
 from fgraph.ops.digest_worker import DigestWorker, map_private_copy
-from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Unsupported, rewrap
 from fgraph.core.sqlite_errors import translate
 from fgraph.streams.snapshot import logical_digest
 from fgraph.core.txn import is_speculating, read_transaction
@@ -44,13 +45,6 @@ def _path(value, what: str) -> str:
     if not isinstance(value, (str, os.PathLike)) or os.fspath(value) in ("", connection.MEMORY):
         raise FormatError(f"{what} {value!r} is not a file path", "pass a path to a new file")
     return os.fspath(value)
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _os_error(dest: str, exc: OSError, verb: str = "created") -> FormatError:
@@ -172,7 +166,7 @@ def _sqlite_failure(what: str, exc: BaseException) -> FgraphError:
     if typed is None or str(exc).endswith("not an error"):
         return FormatError(f"{what} failed: the copy could not be written (disk full, file size limit or I/O error)",
                            "free space or raise the limit and retry; nothing was published")
-    return type(typed)(f"{what} failed: {typed.message}", typed.hint)
+    return rewrap(typed, before=f"{what} failed: ")
 
 
 def backup(source: apsw.Connection, source_path: str, dest, on_phase=None) -> dict:
@@ -184,7 +178,7 @@ def backup(source: apsw.Connection, source_path: str, dest, on_phase=None) -> di
                           "take the backup before or after the speculation")
     dest = _path(dest, "backup destination")
     refuse_sidecar_name(dest, "backup destination")
-    if source_path != connection.MEMORY and _same_file(dest, source_path):
+    if source_path != connection.MEMORY and same_file(dest, source_path):
         raise Conflict(f"backup destination {dest!r} is the open database", "choose a different path")
     if os.path.lexists(dest):
         raise Conflict(f"backup destination {dest!r} already exists",
@@ -195,19 +189,14 @@ def backup(source: apsw.Connection, source_path: str, dest, on_phase=None) -> di
             copy_pages(source, scratch.path)
             proof = verify_copy(scratch.path, "backup copy", on_phase)
             on_phase("syncing", None)
-            fsync_file(scratch.path)
-            try:
-                os.link(scratch.path, dest)
-            except FileExistsError:
-                raise Conflict(f"backup destination {dest!r} appeared during the backup",
-                               "choose a new file; backups never overwrite anything") from None
-            fsync_directory(scratch.directory)
+            publish(scratch.path, dest, "backup destination", during="the backup",
+                    hint="choose a new file; backups never overwrite anything", failure=lambda exc: _os_error(dest, exc))
     except FgraphError:
         raise
     except OSError as exc:
-        raise _os_error(dest, exc) from None
+        raise _os_error(dest, exc) from exc
     except apsw.Error as exc:
-        raise _sqlite_failure(f"backup to {dest!r}", exc) from None
+        raise _sqlite_failure(f"backup to {dest!r}", exc) from exc
     return {"basis_tx": proof["basis_tx"], "digest": proof["digest"], "path": dest}
 
 
@@ -237,25 +226,14 @@ def restore_backup(backup_file, dest, on_phase=None) -> dict:
             copy_pages(source, scratch.path)
             proof = verify_copy(scratch.path, "restored copy", on_phase)
             on_phase("syncing", None)
-            fsync_file(scratch.path)
-            if os.path.lexists(dest):
-                if os.path.getsize(dest):
-                    raise Conflict(f"restore destination {dest!r} was written during the restore",
-                                   "restore into a new path or an empty file")
-                os.replace(scratch.path, dest)
-            else:
-                try:
-                    os.link(scratch.path, dest)
-                except FileExistsError:
-                    raise Conflict(f"restore destination {dest!r} appeared during the restore",
-                                   "restore into a new path or an empty file") from None
-            fsync_directory(scratch.directory)
+            publish(scratch.path, dest, "restore destination", during="the restore", onto_empty=True,
+                    hint="restore into a new path or an empty file", failure=lambda exc: _os_error(dest, exc, "written"))
     except FgraphError:
         raise
     except OSError as exc:
-        raise _os_error(dest, exc, "written") from None
+        raise _os_error(dest, exc, "written") from exc
     except apsw.Error as exc:
-        raise _sqlite_failure(f"restore of {backup_file!r}", exc) from None
+        raise _sqlite_failure(f"restore of {backup_file!r}", exc) from exc
     finally:
         source.close()
     return dict(proof, path=dest)

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from fgraph.core.errors import Conflict, ReadOnly, TooLarge
+from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 from fgraph.core.files import (
-    fsync_directory, fsync_file, open_sidecar, read_sidecar, refuse_sidecar_name, remove_sidecar,
+    fsync_directory, fsync_file, open_sidecar, publish, read_sidecar, refuse_sidecar_name, remove_sidecar, same_file,
     sweep_abandoned_temporaries, write_atomically,
 )
 
@@ -158,3 +158,81 @@ def test_a_read_only_directory_is_read_only_not_an_os_error(tmp_path):
     (tmp_path / "ro").mkdir(mode=0o500)
     with pytest.raises(ReadOnly):
         write_atomically(str(tmp_path / "ro" / "marker"), b"x", "scrub marker")
+
+
+# ---- same_file and publish: one home for backup, restore-backup and sync
+
+def test_same_file_sees_links_and_other_spellings_of_one_file(tmp_path):
+    (tmp_path / "a.db").write_bytes(b"x")
+    (tmp_path / "b.db").write_bytes(b"x")
+    os.link(tmp_path / "a.db", tmp_path / "hard.db")
+    os.symlink(tmp_path / "a.db", tmp_path / "soft.db")
+    a = str(tmp_path / "a.db")
+    assert same_file(a, str(tmp_path / "hard.db")) and same_file(a, str(tmp_path / "soft.db"))
+    assert same_file(a, str(tmp_path / "." / "a.db"))
+    assert same_file(str(tmp_path / "new.db"), str(tmp_path / "sub" / ".." / "new.db"))  # one name, not there yet
+    assert not same_file(a, str(tmp_path / "b.db")) and not same_file(a, str(tmp_path / "missing.db"))
+
+
+def _scratch(tmp_path, data=b"copy"):
+    scratch = tmp_path / ".dest.db.1234.tmp"
+    scratch.write_bytes(data)
+    return str(scratch)
+
+
+def publish_backup(scratch, dest, **options):
+    publish(scratch, dest, "backup destination", during="the backup", hint="choose a new file", **options)
+
+
+def test_publish_gives_the_copy_its_name_and_leaves_the_scratch_name_to_the_caller(tmp_path, monkeypatch):
+    synced = []
+    monkeypatch.setattr("fgraph.core.files.fsync_directory", lambda d: synced.append(d))
+    scratch = _scratch(tmp_path)
+    publish_backup(scratch, str(tmp_path / "dest.db"))
+    assert (tmp_path / "dest.db").read_bytes() == b"copy" and os.path.samefile(scratch, tmp_path / "dest.db")
+    assert synced == [str(tmp_path)]   # the new name is made durable
+
+
+def test_publish_never_replaces_anything_that_appeared(tmp_path):
+    victim = tmp_path / "elsewhere"
+    victim.write_bytes(b"keep")
+    (tmp_path / "file.db").write_bytes(b"")
+    os.symlink(victim, tmp_path / "link.db")
+    os.symlink(tmp_path / "missing", tmp_path / "dangling.db")
+    os.mkfifo(tmp_path / "fifo.db")
+    (tmp_path / "dir.db").mkdir()
+    scratch = _scratch(tmp_path)
+    for name in ("file.db", "link.db", "dangling.db", "fifo.db", "dir.db"):
+        with pytest.raises(Conflict, match=f"backup destination .*{name}' appeared during the backup"):
+            publish_backup(scratch, str(tmp_path / name))
+    assert victim.read_bytes() == b"keep" and (tmp_path / "file.db").read_bytes() == b""
+    assert not os.path.lexists(tmp_path / "missing") and (tmp_path / "fifo.db").is_fifo()
+
+
+def test_publish_onto_an_empty_file_renames_over_it_and_refuses_anything_else(tmp_path):
+    (tmp_path / "empty.db").write_bytes(b"")
+    publish(_scratch(tmp_path), str(tmp_path / "empty.db"), "restore destination", during="the restore",
+            hint="restore into a new path or an empty file", onto_empty=True)
+    assert (tmp_path / "empty.db").read_bytes() == b"copy"
+    (tmp_path / "written.db").write_bytes(b"theirs")
+    os.symlink(tmp_path / "empty.db", tmp_path / "link.db")
+    os.mkfifo(tmp_path / "fifo.db")
+    for name, now in (("written.db", "was written"), ("link.db", "became a symbolic link"),
+                      ("fifo.db", r"became a FIFO \(named pipe\)")):
+        with pytest.raises(Conflict, match=f"{name}' {now} during the restore"):
+            publish(_scratch(tmp_path), str(tmp_path / name), "restore destination", during="the restore",
+                    hint="restore into a new path or an empty file", onto_empty=True)
+    assert (tmp_path / "written.db").read_bytes() == b"theirs" and (tmp_path / "fifo.db").is_fifo()
+    publish(_scratch(tmp_path), str(tmp_path / "fresh.db"), "restore destination", during="the restore",
+            hint="h", onto_empty=True)
+    assert (tmp_path / "fresh.db").read_bytes() == b"copy"
+
+
+def test_publish_turns_an_os_failure_into_a_typed_error_or_the_callers(tmp_path):
+    missing_directory = str(tmp_path / "missing" / "dest.db")
+    with pytest.raises(FgraphError) as caught:
+        publish_backup(_scratch(tmp_path), missing_directory)
+    assert "cannot be published" in caught.value.message and isinstance(caught.value.__cause__, OSError)
+    with pytest.raises(FormatError, match="cannot be created"):
+        publish_backup(_scratch(tmp_path), missing_directory,
+                       failure=lambda exc: FormatError(f"backup destination cannot be created ({exc.strerror})", "h"))
