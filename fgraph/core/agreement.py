@@ -13,6 +13,9 @@ redacted, unparsable or malformed proves nothing (its sets are None) and is skip
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import orjson
 
 from fgraph.core import values
@@ -21,8 +24,15 @@ from fgraph.core.errors import FgraphError
 from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE
 from fgraph.core.limits import EVENT_KEYS
 
+if TYPE_CHECKING:
+    from fgraph.core.types import JSON, JSONObject
+
+    # A stored fact as these rules take it: (tx, e, a, v, t, en, eg, an, blob, vn, vg, id).
+    AgreementRow = tuple[int, int, int, Any, int, str | None, bytes | None, str | None, Any, str | None,
+                         bytes | None, int]
+
 EXCISION_KEYS = frozenset({"asserted", "at", "created", "event", "fgraph", "redacted", "redacts", "retracted"})
-UNKNOWN = object()
+UNKNOWN: Any = object()   # typed Any: it stands in for each of Payload's parts until that part is built
 _TEXT, _INT, _FLOAT = values.TAG_TEXT, values.TAG_INT, values.TAG_FLOAT
 
 
@@ -30,12 +40,16 @@ class Payload:
     """One event's parsed payload, parsed once for both sides; ``None`` parts mean "proves nothing"."""
 
     __slots__ = ("text", "_doc", "_asserting", "_retracting")
+    text: str | bytes | None
+    _doc: JSONObject | None
+    _asserting: dict[str | int, Any] | None
+    _retracting: list[Any] | None
 
-    def __init__(self, text):
+    def __init__(self, text: str | bytes | None) -> None:
         self.text = text
         self._doc = self._asserting = self._retracting = UNKNOWN
 
-    def doc(self):
+    def doc(self) -> JSONObject | None:
         """The payload as a well-formed event object, or None (redacted, unparsable, malformed)."""
         if self._doc is UNKNOWN:
             try:
@@ -45,7 +59,7 @@ class Payload:
             self._doc = doc if isinstance(doc, dict) and well_formed(doc) else None
         return self._doc
 
-    def asserting(self):
+    def asserting(self) -> dict[str | int, Any] | None:
         """Sets of the asserting side, all built at once: a payload whose facts cannot be keyed proves nothing."""
         if self._asserting is UNKNOWN:
             doc, self._asserting = self.doc(), None
@@ -61,7 +75,7 @@ class Payload:
                     pass
         return self._asserting
 
-    def retracting(self):
+    def retracting(self) -> list[Any] | None:
         """The retracted set, and the replaced (entity, attribute) pairs built on first use."""
         if self._retracting is UNKNOWN:
             doc, self._retracting = self.doc(), None
@@ -73,7 +87,7 @@ class Payload:
         return self._retracting
 
 
-def asserting_agrees(row, sets: dict) -> bool:
+def asserting_agrees(row: AgreementRow, sets: dict[str | int, Any]) -> bool:
     """The fact is listed by its asserting event (``sets``: ``Payload.asserting()``). A
     transaction's own facts are its receipt (time, provenance, ``tx_facts``), not ``asserted``."""
     tx, e, a, v, t, en, eg, an, blob, vn, vg, _ = row
@@ -85,13 +99,14 @@ def asserting_agrees(row, sets: dict) -> bool:
         if a == A_EXCISED and sets["excision"]:
             return True
         if a in (A_BY, A_SOURCE, A_META):
-            return key([render(t, v, blob, vn, vg)]) == sets[a]
+            listed: bytes | None = sets[a]   # the event's by, source or meta (None: it has none)
+            return key([render(t, v, blob, vn, vg)]) == listed
         return key([an, render(t, v, blob, vn, vg), values.logical_name(t)]) in sets["tx_facts"]
     except (FgraphError, ValueError):  # stored bytes that do not decode; a bug (TypeError …) is raised
         return False
 
 
-def retracting_agrees(row, sets: list) -> bool:
+def retracting_agrees(row: AgreementRow, sets: list[Any]) -> bool:
     """The fact is retracted by its retracting event (``sets``: ``Payload.retracting()``): listed
     in ``retracted``, or replaced by an assertion of the same (entity, attribute)."""
     _, e, a, v, t, en, eg, an, blob, vn, vg, _ = row
@@ -103,14 +118,15 @@ def retracting_agrees(row, sets: list) -> bool:
         return False
 
 
-def replaced(sets: list) -> set:
+def replaced(sets: list[Any]) -> set[bytes]:
     """The (entity, attribute) pairs a retracting event asserts anew, built on first use."""
     if sets[1] is None:
         sets[1] = {key(x[:2]) for x in sets[2]["asserted"] if isinstance(x, list)}
-    return sets[1]
+    pairs: set[bytes] = sets[1]
+    return pairs
 
 
-def first_disagreement(asserted: tuple | None, retracted: tuple | None) -> dict | None:
+def first_disagreement(asserted: tuple[int, int] | None, retracted: tuple[int, int] | None) -> JSONObject | None:
     """The disagreeing fact with the lowest id (its snapshot line comes first), given each side's
     first ``(fact id, attribute)``, and which event it contradicts (the asserting one first)."""
     found = [(first[0], side, first[1]) for first, side in ((asserted, 0), (retracted, 1)) if first is not None]
@@ -120,7 +136,8 @@ def first_disagreement(asserted: tuple | None, retracted: tuple | None) -> dict 
     return {"fact": fact, "attribute": attribute, "side": "retracted" if side else "asserted"}
 
 
-def fact_key(en, eg, an, v, t, blob, vn, vg) -> bytes:
+def fact_key(en: str | None, eg: bytes | None, an: str | None, v: Any, t: int, blob: Any, vn: str | None,
+             vg: bytes | None) -> bytes:
     """Canonical bytes of ``[selector, attribute, value, tag]``; text, int and float without a scan."""
     selector = en if en is not None else {"eid": uuid_text(eg)}
     if t == _TEXT or t == _INT:
@@ -133,7 +150,7 @@ def fact_key(en, eg, an, v, t, blob, vn, vg) -> bytes:
     return key([selector, an, render(t, v, blob, vn, vg), values.logical_name(t)])
 
 
-def render(t, v, blob, vn, vg):
+def render(t: int, v: Any, blob: Any, vn: str | None, vg: bytes | None) -> JSON:
     """A stored value's wire form, a ref given by its target's name or gid."""
     return values.render(t, v, blob, lambda _: vn if vn is not None else {"eid": uuid_text(vg)})
 
@@ -141,8 +158,9 @@ def render(t, v, blob, vn, vg):
 _DIRECT_TAGS = frozenset({"text", "int", "bool", "ref", "instant", "bytes"})  # no float can occur in these
 
 
-def keys(items) -> set:
+def keys(items: Iterable[JSON]) -> set[bytes]:
     """The canonical bytes of each fact tuple of a payload list."""
+    found: set[bytes]
     found, direct = set(), orjson.dumps
     for x in items:
         try:
@@ -155,7 +173,7 @@ def keys(items) -> set:
     return found
 
 
-def key(item) -> bytes:
+def key(item: JSON) -> bytes:
     """Canonical bytes of a fact tuple; orjson alone where no float can occur (its escapes are
     canonical), a float spliced in its canonical text."""
     if isinstance(item, list) and item:
@@ -173,14 +191,14 @@ def key(item) -> bytes:
     return dumps(item).encode("utf-8")
 
 
-def uuid_text(gid) -> str | None:
+def uuid_text(gid: object) -> str | None:
     if not isinstance(gid, bytes) or len(gid) != 16:
         return None
     h = gid.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def well_formed(doc: dict) -> bool:
+def well_formed(doc: JSONObject) -> bool:
     """An event object with the required fields of their types, and no key an event cannot have."""
     keys_ = doc.keys()
     return (type(doc.get("at")) is int and type(doc.get("asserted")) is list and type(doc.get("created")) is list
