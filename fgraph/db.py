@@ -435,8 +435,7 @@ class Db:
         genesis view for ``at``; docs/query.md, T1); an integer or RFC 3339 time that early keeps
         the published NotFound, naming it."""
         if timespec.duration_us(value) is not None:
-            # a duration is text: duration_us is None for anything else
-            instant = timespec.instant_before(read_clock(self._session.clock), value)  # type: ignore[arg-type]
+            instant = timespec.instant_before(read_clock(self._session.clock), value)  # type: ignore[arg-type]  # text
             return self._reader().resolve_instant(instant, f"{value} ago ({format_instant(instant)})",
                                                   absolute=True, before_first=GENESIS_TX)
         return self._reader().resolve_time(value, absolute=True)
@@ -474,8 +473,7 @@ class Db:
             if repair:
                 self._session.forget_cached_state()
 
-    def backup(self, path: PathArg, *, details: bool = False,
-               on_phase: PhaseCallback | None = None) -> JSONObject | None:
+    def backup(self, path: PathArg, *, details: bool = False, on_phase: PhaseCallback | None = None) -> JSONObject | None:
         """A verified physical copy at the new ``path``. Returns None, as the published library does;
         with ``details=True`` the proof ``{"basis_tx", "digest", "path"}`` (what ``fgraph backup`` prints).
         ``on_phase(name, size_bytes)`` is told as each phase begins (copying, verifying, digest, syncing)."""
