@@ -71,8 +71,7 @@ def noop_report(basis: int) -> JSONObject:
 
 
 def already_applied_report(cat: Catalog, tx: int) -> JSONObject:
-    # a transaction always has its gid (its event UUID)
-    return {"asserted": [], "at": cat.tx_at(tx), "basis_tx": cat.tx_before(tx), "event": gid_to_uuid(cat.gid_of(tx)),  # type: ignore[arg-type]
+    return {"asserted": [], "at": cat.tx_at(tx), "basis_tx": cat.tx_before(tx), "event": gid_to_uuid(cat.gid_of(tx)),
             "ids": {}, "retracted": [], "status": "already_applied", "tx": tx}
 
 
@@ -226,11 +225,10 @@ class Commit:
         if found is None:
             if ident in self.new_by_id:
                 new = self.new_by_id[ident]
-                # an anonymous new identity got its gid in write(), and every stored unnamed one has one
-                found = new.key if new.kind == "name" else {"eid": gid_to_uuid(new.gid)}  # type: ignore[arg-type]
+                found = new.key if new.kind == "name" else {"eid": gid_to_uuid(new.gid)}
             else:
                 name = self.cat.name_of(ident)
-                found = name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}  # type: ignore[arg-type]
+                found = name if name is not None else {"eid": gid_to_uuid(self.cat.gid_of(ident))}
             self._portable[ident] = found
         return found
 
