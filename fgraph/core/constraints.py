@@ -7,22 +7,28 @@ slots and schema and changes nothing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from fgraph.core import values
 from fgraph.core.errors import Conflict, SchemaError
 from fgraph.core.genesis import A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_VECTOR_MODEL, SYSTEM_MAX
 from fgraph.core.values import TAG_REF
 
-TYPE_TAGS = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 8), "instant": (5,),
+if TYPE_CHECKING:
+    from fgraph.core.plan import Planner
+    from fgraph.core.selectors import Handle, Slot
+
+TYPE_TAGS: dict[str, tuple[int, ...]] = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 8), "instant": (5,),
              "bytes": (6, 9), "vector": (7,), "json": (10,)}
 
 
 class Constraints:
     """The final-state checks of one plan; they read its working slots and schema."""
 
-    def __init__(self, plan):
+    def __init__(self, plan: Planner) -> None:
         self.plan = plan
 
-    def check_declaration(self, a) -> None:
+    def check_declaration(self, a: Handle) -> None:
         label = self.plan.attribute_label(a)
         s = self.plan.schema(a)
         kind = s["type"]
@@ -41,7 +47,7 @@ class Constraints:
         if isinstance(a, int):
             self.check_existing_values(a, label, s)
 
-    def check_existing_values(self, a: int, label: str, s: dict) -> None:
+    def check_existing_values(self, a: int, label: str, s: dict[str, Any]) -> None:
         conn = self.plan.cat.settled()
         if s["type"] is not None:
             tags = ",".join(str(t) for t in TYPE_TAGS[s["type"]])
@@ -70,7 +76,7 @@ class Constraints:
                     raise SchemaError(f"{label!r} cannot become unique: value {v!r} has several owners",
                                    "make the values distinct first")
 
-    def check_slot(self, slot) -> None:
+    def check_slot(self, slot: Slot) -> None:
         a = slot.a
         s = self.plan.schema(a)
         if s["type"] is not None:
@@ -110,6 +116,7 @@ class Constraints:
         # A changed shape checks every entity assigned to it, not only the ones this request touches.
         reshaped = {id(slot.e): slot.e for slot in self.plan.dirty.values()
                     if slot.a in (A_SHAPE_REQUIRED, A_SHAPE_ALLOWED, A_SHAPE_CLOSED) and self.plan.slot_changed(slot)}
+        e: Handle
         for shape in reshaped.values():
             if isinstance(shape, int):
                 for e in self.plan.cat.live_owners(A_SHAPE, shape, TAG_REF):
@@ -118,7 +125,7 @@ class Constraints:
             for key in self.plan.slot(e, A_SHAPE).present:
                 self.check_shape(e, key[1])
 
-    def check_shape(self, e, shape) -> None:
+    def check_shape(self, e: Handle, shape: Handle) -> None:
         required = [key[1] for key in self.plan.slot(shape, A_SHAPE_REQUIRED).present]
         allowed = required + [key[1] for key in self.plan.slot(shape, A_SHAPE_ALLOWED).present]
         closed = self.plan.present_value(shape, A_SHAPE_CLOSED) == 1
