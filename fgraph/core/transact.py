@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import apsw
 
@@ -20,6 +20,7 @@ from fgraph.core.plan import Delta, NewIdent, Planner
 from fgraph.core.session import WriteSession
 from fgraph.core.replay import Replay
 from fgraph.core.rows import Rows
+from fgraph.core.schema_cache import WriterHead as WriterHead  # kept importable from here, where it is made
 from fgraph.core.txn import write_transaction
 from fgraph.core.selectors import Handle
 from fgraph.core.types import JSON, JSONObject
@@ -46,23 +47,6 @@ def check_if_basis_tx(if_basis_tx: object) -> None:
         return
     strict_int(if_basis_tx, "if_basis_tx {value!r} must be a transaction id (an integer >= {low})",
                "pass the basis_tx of your last read", low=GENESIS_TX, high=INT64_MAX)
-
-
-class WriterHead(NamedTuple):
-    """The store's head as our last commit left it: saves three reads per write.
-
-    Valid while no other connection committed (``SchemaCache.validate`` clears it on a
-    new ``PRAGMA data_version``) and this connection changed no row since
-    (``total_changes`` moves with every write, committed or rolled back).
-    """
-
-    latest: int
-    at: int
-    next_id: int
-    changes: int
-
-    def current(self, conn: apsw.Connection) -> bool:
-        return self.changes == conn.total_changes()
 
 
 def noop_report(basis: int) -> JSONObject:
