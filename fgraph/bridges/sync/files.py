@@ -1,6 +1,6 @@
 """``fgraph sync``: fan the event/1 streams of several stores into one target (issue 16, docs/replication.md).
 
-Built on the public ``Db`` only. Each source is opened read-only and read with ``iter_events``,
+Built on the public ``Db`` only. Each source is opened read-only and read with ``iter_tx_events``,
 pinned to its latest transaction at the start of each round; the target is written with
 ``apply_summary`` in batches of at most ``batch_size`` events, each batch one all-or-nothing
 transaction, the sources taking turns batch by batch. After each committed batch the source's
@@ -185,11 +185,9 @@ def _located(exc: FgraphError, source: Source, since: int, through: int) -> Fgra
     if number is not None:
         prefix = f"line {number}: "
         message = message[len(prefix):] if message.startswith(prefix) else message
-        line = next(itertools.islice(source.db.iter_events(since, through), number - 1, None), None)
-        event = None if line is None else _event_of(line)
-        if event is not None:
-            with contextlib.suppress(FgraphError):
-                tx = source.db.resolve({"eid": event})
+        found = next(itertools.islice(source.db.iter_tx_events(since, through), number - 1, None), None)
+        if found is not None:
+            tx, event = found[0], _event_of(found[1])
     where = f"event {event} (source tx {tx})" if event is not None else f"the events after source tx {since}"
     hint = exc.hint
     if source.stand_ins is not None and source.stand_ins.received_excisions():
@@ -203,30 +201,32 @@ def _located(exc: FgraphError, source: Source, since: int, through: int) -> Fgra
 
 class _Run:
     """The ordinary event lines of a batch up to the first redacted one (which ``apply`` refuses):
-    a stub or an excision event stops the run and is kept in ``special``."""
+    a stub or an excision event stops the run and is kept in ``special``. It reads ``(tx, line)``
+    pairs and keeps them, so the position after it needs no lookup."""
 
-    def __init__(self, first: str, lines, limit: int):
-        self.first, self.lines, self.limit = first, lines, limit
+    def __init__(self, first: tuple, pairs, limit: int):
+        self.first, self.pairs, self.limit = first, pairs, limit
         self.count, self.last, self.special = 0, first, None
 
     def __iter__(self):
         self.count = 1
-        yield self.first
+        yield self.first[1]
         while self.count < self.limit:
-            line = next(self.lines, None)
-            if line is None:
+            pair = next(self.pairs, None)
+            if pair is None:
                 return
             self.count += 1
-            if is_excision_line(line):
-                self.special = line
+            if is_excision_line(pair[1]):
+                self.special = pair
                 return
-            self.last = line
-            yield line
+            self.last = pair
+            yield pair[1]
 
 
-def _redacted(source: Source, target, line: str) -> None:
-    """A redacted line of the source: an excision is carried out on the target (travels on, F1);
-    a stub is skipped when the target holds the event or nothing of it survives at the source."""
+def _redacted(source: Source, target, tx: int, line: str) -> None:
+    """A redacted line of the source (its transaction ``tx``): an excision is carried out on the
+    target (travels on, F1); a stub is skipped when the target holds the event or nothing of it
+    survives at the source."""
     record = loads(line)
     event = record["event"]
     if "redacts" in record:
@@ -234,13 +234,12 @@ def _redacted(source: Source, target, line: str) -> None:
         return
     if target.holds_event(event):
         source.counts["redacted_held"] += 1
-        source.anchor = (source.db.resolve({"eid": event}), event)
+        source.anchor = (tx, event)
         return
     remainder = source.db.redacted_remainder(event)
     try:
         summary = target.apply_summary([remainder])
     except FgraphError as exc:
-        tx = source.db.resolve({"eid": event})
         raise type(exc)(f"sync from {source.path!r} stopped at event {event} (source tx {tx}): the remainder "
                         f"of that redacted event cannot be applied: {exc.message}",
                         f"restore this store from a snapshot of the source (`fgraph --db {source.path} snapshot "
@@ -253,37 +252,36 @@ def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
     """Apply the next at most ``batch_size`` events of ``source`` up to ``through``, each run of
     ordinary events in one target transaction, a redacted line between two runs handled on its
     own; returns how many were read (0: nothing new, and the target was not touched)."""
-    lines = source.db.iter_events(source.position, through)
+    pairs = source.db.iter_tx_events(source.position, through)
     read = 0
     try:
         while read < batch_size:
-            first = next(lines, None)
+            first = next(pairs, None)
             if first is None:
                 break
-            if is_excision_line(first):
+            if is_excision_line(first[1]):
                 read += 1
-                _redacted(source, target, first)
-                source.position = source.db.resolve({"eid": loads(first)["event"]})
+                _redacted(source, target, *first)
+                source.position = first[0]
                 source.counts["events"] += 1
                 continue
             since = source.position
-            run = _Run(first, lines, batch_size - read)
+            run = _Run(first, pairs, batch_size - read)
             try:
                 summary = target.apply_summary(iter(run), skip=source.stand_ins.covers)
             except FgraphError as exc:
                 raise _located(exc, source, since, through) from None
             read += run.count
-            event = _event_of(run.last)
-            source.position = source.db.resolve({"eid": event})
-            source.anchor = (source.position, event)
+            source.position = run.last[0]
+            source.anchor = (source.position, _event_of(run.last[1]))
             for key in ("already_applied", "applied", "events", "noop", "stood_in"):
                 source.counts[key] += summary[key]
             if run.special is not None:
-                _redacted(source, target, run.special)
-                source.position = source.db.resolve({"eid": loads(run.special)["event"]})
+                _redacted(source, target, *run.special)
+                source.position = run.special[0]
                 source.counts["events"] += 1
     finally:
-        lines.close()
+        pairs.close()
     if read:
         source.counts["batches"] += 1
     return read
