@@ -10,7 +10,8 @@ import os
 
 import click
 
-from fgraph.cli.base import _DB, RW, _print_result, _ref, _run, cli, common_options
+from fgraph.bridges.sync import adapters
+from fgraph.cli.base import DB_KEY, RW, cli, common_options, parse_ref, print_result, run_and_print
 from fgraph.cli.completion import PATH
 from fgraph.cli.paths import resolve_db_path
 
@@ -21,14 +22,14 @@ from fgraph.cli.paths import resolve_db_path
 @click.option("--operation-id", required=True, help="Idempotency key (required: an excision is never repeated blindly).")
 @click.option("--if-basis-tx", type=int, required=True, help="Fail with Conflict unless this is the latest committed transaction.")
 @click.option("--reach", "reach", multiple=True, metavar="TARGET", type=PATH,
-              help="Then carry the excision to this store or nats:// log at once, as `sync --from DB --to TARGET` "
-              "would (repeatable); the report lists where it was carried out.")
+              help=f"Then carry the excision to this store or log ({adapters.url_forms()}) at once, as "
+              "`sync --from DB --to TARGET` would (repeatable); the report lists where it was carried out.")
 @click.pass_context
 def excise(ctx, ref, operation_id, if_basis_tx, reach):
     """Erase an entity from the present and from history, and scrub its bytes from disk."""
     if not reach:
-        _run(ctx, RW, lambda db: db.excise(_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx))
+        run_and_print(ctx, RW, lambda db: db.excise(parse_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx))
         return
     from fgraph.bridges.sync import reach as forget
-    _print_result(ctx, forget.excise_and_reach(resolve_db_path(ctx.meta.get(_DB), os.environ), _ref(ref),
-                                               operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach))
+    print_result(ctx, forget.excise_and_reach(resolve_db_path(ctx.meta.get(DB_KEY), os.environ), parse_ref(ref),
+                                              operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach))

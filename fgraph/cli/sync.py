@@ -1,6 +1,8 @@
 """The ``fgraph sync`` command (issue 16); it registers itself on the ``cli`` group when imported.
 
-The work is ``fgraph.bridges.sync.files.sync``; this module parses the options, turns Ctrl-C and SIGTERM
+The work is ``fgraph.bridges.sync.files.sync`` between store files and
+``fgraph.bridges.sync.adapters.sync`` when one side is a log URL (the registry of log adapters
+supplies the URL forms and the options each reads to the help); this module parses the options, turns Ctrl-C and SIGTERM
 into a clean stop of ``--follow`` (the batch under way commits or rolls back, the cursor is saved,
 the summary is printed, exit 0) and prints the summary like every other command.
 """
@@ -13,9 +15,9 @@ import os
 import click
 
 from fgraph.core.errors import ValueTypeError
-from fgraph.bridges.sync import files as _sync
+from fgraph.bridges.sync import adapters, files as _sync
 from fgraph.cli.completion import PATH
-from fgraph.cli.base import _DB, FiniteFloatRange, _print_result, cli, common_options
+from fgraph.cli.base import DB_KEY, FiniteFloatRange, cli, common_options, print_result
 from fgraph.cli.paths import resolve_db_path
 
 
@@ -49,53 +51,71 @@ class _Stop:
                 signal.signal(signum, handler)
 
 
-def _is_url(text: str) -> bool:
-    return str(text).startswith(("nats://", "tls://"))
+def _given(text) -> bool:
+    """True for a log URL (``--from``/``--to``); a URL of a scheme no adapter serves is a usage error."""
+    try:
+        return adapters.is_log_url(text)
+    except ValueTypeError as exc:
+        raise click.UsageError(f"{exc.message}; {exc.hint}") from None
 
 
-@cli.command()
+def _reads(option: str, what: str) -> str:
+    """The help of an option only some log adapters read: which URLs, what, and its default."""
+    defaults = {a.options[option] for a in adapters.DECLARED if option in a.options}
+    default = defaults.pop() if len(defaults) == 1 else None
+    shown = f" [default: {default:g}]" if default is not None and not isinstance(default, bool) else ""
+    return f"With a {adapters.url_forms(option)} URL: {what}{shown}"
+
+
+LOGS = "; ".join(f"{a.url_form} ({a.summary})" for a in adapters.DECLARED)
+EXAMPLE_LOG = adapters.DECLARED[0].url_form
+HELP = f"""Fan several stores' events into one target, resumably and idempotently.
+
+--from or --to may be a message-log URL, one of: {LOGS}.
+Stores publish into the log, or one store consumes it. A log's credentials come from its
+settings (docs/settings.md), never from the command line.
+
+\b
+Example: fgraph sync --from a.db --from b.db --to central.db --follow
+Example: fgraph sync --from a.db --to {EXAMPLE_LOG} --create-stream
+"""
+
+
+@cli.command(help=HELP)
 @common_options
 @click.option("--from", "sources", multiple=True, metavar="PATH", type=PATH,
-              help="A source store, opened read-only (repeat once per source).")
-@click.option("--to", "target", metavar="PATH", type=PATH, help="The target store, created if missing [default: --db].")
+              help=f"A source store, opened read-only (repeat once per source), or one log URL ({adapters.url_forms()}).")
+@click.option("--to", "target", metavar="PATH", type=PATH,
+              help=f"The target store, created if missing [default: --db], or a log URL ({adapters.url_forms()}).")
 @click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=_sync.DEFAULT_BATCH, show_default=True,
               help="At most N events per target transaction.")
 @click.option("--follow/--no-follow", default=False, help="Keep syncing new commits until Ctrl-C or SIGTERM.")
 @click.option("--interval", type=FiniteFloatRange(0.01, 3600), default=_sync.DEFAULT_INTERVAL, show_default=True,
               help="Seconds between two polls of the sources with --follow.")
-@click.option("--create-stream", is_flag=True, help="With a nats:// URL: create the stream if it is missing.")
-@click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True,
-              help="With --create-stream: JetStream replicas of the new stream.")
-@click.option("--max-age", type=FiniteFloatRange(0, 10**9), default=0, show_default=True,
-              help="With --create-stream: seconds a record is kept (0: for ever).")
-@click.option("--ack-wait", type=FiniteFloatRange(0.5, 86400), default=30, show_default=True,
-              help="With --from a nats:// URL: seconds before an unacknowledged record is delivered again.")
+@click.option("--create-stream", is_flag=True, default=None, help=_reads("create_stream", "create the log if it is missing."))
+@click.option("--replicas", type=click.IntRange(1, 5), help=_reads("replicas", "replicas of a created stream."))
+@click.option("--max-age", type=FiniteFloatRange(0, 10**9),
+              help=_reads("max_age", "seconds a record of a created stream is kept (0: for ever)."))
+@click.option("--ack-wait", type=FiniteFloatRange(0.5, 86400),
+              help=_reads("ack_wait", "as --from, seconds before an unacknowledged record is delivered again."))
 @click.pass_context
 def sync(ctx, sources, target, batch_size, follow, interval, create_stream, replicas, max_age, ack_wait):
-    """Fan several stores' events into one target, resumably and idempotently.
-
-    --from or --to may be a NATS JetStream URL, nats://host:4222/STREAM (tls:// for TLS):
-    stores publish into the stream, or one store consumes it. Credentials come from the
-    FGRAPH_NATS_CREDS, FGRAPH_NATS_USER, FGRAPH_NATS_PASSWORD and FGRAPH_NATS_TOKEN settings.
-
-    \b
-    Example: fgraph sync --from a.db --from b.db --to central.db --follow
-    Example: fgraph sync --from a.db --to nats://hub:4222/EV --create-stream
-    """
     if not sources:
         raise click.UsageError("pass at least one --from PATH", ctx)
-    if (target is not None and _is_url(target)) or any(_is_url(s) for s in sources):
-        from fgraph.bridges.sync.adapters import nats as sync_nats  # the NATS side loads only when a URL is given
+    own = {"create_stream": create_stream, "replicas": replicas, "max_age": max_age, "ack_wait": ack_wait}
+    if (target is not None and _given(target)) or any(_given(s) for s in sources):
         stop = _Stop()
         with stop.installed() if follow else contextlib.nullcontext():
-            result = sync_nats.sync(sources, target if target is not None else resolve_db_path(ctx.meta.get(_DB),
-                                                                                               os.environ),
-                                    create_stream=create_stream, replicas=replicas, max_age=max_age,
-                                    ack_wait=ack_wait, batch_size=batch_size, follow=follow, interval=interval,
-                                    stop=stop)
-        _print_result(ctx, result)
+            into = target if target is not None else resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
+            result = adapters.sync(sources, into, batch_size=batch_size, follow=follow, interval=interval, stop=stop,
+                                   **own)
+        print_result(ctx, result)
         return
-    explicit = ctx.meta.get(_DB)
+    given = sorted(key for key, value in own.items() if value is not None)
+    if given:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} applies to a log URL only "
+                               f"({adapters.url_forms(given[0])}), not to store files", ctx)
+    explicit = ctx.meta.get(DB_KEY)
     if target is not None and explicit is not None and not _sync.same_file(target, explicit):
         raise click.UsageError(f"--to {target} and --db {explicit} name different targets", ctx)
     target = target if target is not None else resolve_db_path(explicit, os.environ)
@@ -106,4 +126,4 @@ def sync(ctx, sources, target, batch_size, follow, interval, create_stream, repl
     stop = _Stop()
     with stop.installed() if follow else contextlib.nullcontext():
         result = _sync.sync(sources, target, batch_size=batch_size, follow=follow, interval=interval, stop=stop)
-    _print_result(ctx, result)
+    print_result(ctx, result)

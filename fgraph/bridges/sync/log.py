@@ -16,8 +16,10 @@ a record only when ``prev`` is already in the target (or earlier in the same bat
 others back to the log for later: a log that redelivers out of order (a consumer restarted while
 older records await their ack timeout) can delay a source but never reorder it.
 
-``Log`` is the interface an adapter implements; ``fgraph.bridges.sync.adapters.nats.NatsLog`` is the NATS
-JetStream one. A Kafka-compatible log is one more adapter (docs/replication.md says what it needs).
+``Log`` is the interface an adapter implements; ``fgraph.bridges.sync.adapters`` is the registry of
+adapters by URL scheme (one module each; ``adapters/memory.py`` is the reference), and its
+``sync`` opens the log a URL names and calls ``publish`` or ``consume`` here. docs/replication.md
+"Adding a log adapter" says what a new one must provide.
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ class Log(Protocol):
     def pending(self, consumer: str) -> int:
         """Records not yet acknowledged by ``consumer`` (delivered or not)."""
 
+    def close(self) -> None:
+        """Release the connection; the log keeps its records (a handle is also a context manager)."""
+
     # forgetting (fgraph.bridges.sync.forgetting, docs/forgetting.md F2)
     def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
         """Publish an excision record or a remainder beside ``store``'s events (delivered to consumers too)."""
@@ -90,10 +95,6 @@ class Log(Protocol):
 
     def erase(self, store: str, events: set) -> int:
         """Delete the records of ``store`` that carry ``events``; returns how many were deleted."""
-
-
-def is_log_url(text: str) -> bool:
-    return str(text).split("://", 1)[0] in ("nats", "tls") and "://" in str(text)
 
 
 def store_id(db) -> str:
@@ -214,10 +215,10 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
     if source.stale:       # an append failed: what reached the log is unknown until asked
         source.resume(log)
         source.stale = False
-    lines = source.db.iter_events(source.position, source.db.latest_tx())
+    lines = source.db.iter_tx_events(source.position, source.db.latest_tx())
     count = 0
     try:
-        for line in lines:
+        for tx, line in lines:
             event = event_of(line)
             try:
                 if is_excision_line(line):
@@ -226,7 +227,7 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
             except LogUnavailable:
                 source.stale = True
                 raise
-            source.position, source.prev = source.db.resolve({"eid": event}), event
+            source.position, source.prev = tx, event
             source.counts["events"] += 1
             source.counts["published" if fresh else "duplicates"] += 1
             count += 1

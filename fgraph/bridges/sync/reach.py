@@ -2,8 +2,8 @@
 names (issue 33 item 4, docs/forgetting.md F4).
 
 The excision itself is ``Db.excise``. Each ``--reach`` target is then brought up to date from this
-store the way ``fgraph sync`` would (a store path: ``sync --from DB --to PATH``; a NATS URL:
-``sync --from DB --to URL``), so the excision travels with everything before it, and the report
+store the way ``fgraph sync`` would (a store path: ``sync --from DB --to PATH``; a log URL:
+``sync --from DB --to URL``, through the adapter its scheme names), so the excision travels with everything before it, and the report
 says, per target, what was carried out there: the receiver's own excision transaction, or the
 records deleted from the log and the excision record published for later consumers. Stores that
 sync from those targets are reached at their own next sync; the report says so rather than
@@ -12,8 +12,7 @@ claiming them.
 
 from __future__ import annotations
 
-from fgraph.bridges.sync import files as _sync
-from fgraph.bridges.sync.log import is_log_url
+from fgraph.bridges.sync import adapters, files as _sync
 
 FURTHER = ("stores that sync from this one or from a target above carry the excision out at their next "
            "`fgraph sync`; backups, snapshots and collected streams keep it until replaced (docs/forgetting.md)")
@@ -28,8 +27,7 @@ def _reach_store(path: str, target: str, event: str) -> dict:
 
 
 def _reach_log(path: str, url: str, event: str) -> dict:
-    from fgraph.bridges.sync.adapters import nats as sync_nats  # the NATS client loads only for a URL
-    summary = sync_nats.sync([path], url)
+    summary = adapters.sync([path], url)
     done = [e for e in summary["excisions"] if e["event"] == event]
     if not done:   # published before: the records were deleted then, the excision record is there
         return {"where": url, "kind": "log", "status": "already_published", "messages_deleted": 0}
@@ -40,17 +38,17 @@ def _reach_log(path: str, url: str, event: str) -> dict:
 def excise_and_reach(path: str, ref, *, operation_id, if_basis_tx, reach=()) -> dict:
     """Excise ``ref`` in the store at ``path``, then carry the excision to every ``reach`` target."""
     from fgraph.db import connect
+    targets = [(str(target), adapters.is_log_url(target)) for target in reach]
+    for target, is_log in targets:   # a mistyped target is refused before anything is erased
+        if not is_log:
+            _sync.check_paths([path], target)
     with connect(path) as db:
         report = dict(db.excise(ref, operation_id=operation_id, if_basis_tx=if_basis_tx))
     reached = [{"where": path, "kind": "store", "status": report["status"], "tx": report["tx"],
                 "scrub_complete": report.get("scrub", {"complete": True}).get("complete", True)}]
-    for target in reach:
-        target = str(target)
-        if is_log_url(target):
-            reached.append(_reach_log(path, target, report["event"]))
-        else:
-            _sync.check_paths([path], target)
-            reached.append(_reach_store(path, target, report["event"]))
+    for target, is_log in targets:
+        reach_one = _reach_log if is_log else _reach_store
+        reached.append(reach_one(path, target, report["event"]))
     report["reached"] = reached
     report["further"] = FURTHER
     return report

@@ -13,7 +13,7 @@ headers
 A target reads through the durable pull consumer ``fgraph-<target id>`` (explicit acks). The
 ``nats-py`` package is the extra ``fgraph[nats]`` and is imported only when a URL is used.
 Credentials never come from the command line: a creds file, user and password or a token come
-from the ``FGRAPH_NATS_CREDS``, ``FGRAPH_NATS_USER``, ``FGRAPH_NATS_TOKEN`` settings (docs/settings.md).
+from the settings this module declares (``SETTINGS``, shown in docs/settings.md).
 """
 
 from __future__ import annotations
@@ -24,21 +24,38 @@ import re
 import ssl
 import urllib.parse
 
+from collections.abc import Mapping
+
 from fgraph.core import settings
 from fgraph.core.errors import Conflict, NotFound, TooLarge, Unsupported, ValueTypeError
-from fgraph.bridges.sync.log import (DEFAULT_BATCH, DEFAULT_INTERVAL, DEFAULT_RETRY, LogUnavailable, Record, consume,
-                                     is_log_url, publish)
+from fgraph.core.settings import Setting
+from fgraph.bridges.sync.adapters import ADAPTERS
+from fgraph.bridges.sync.log import LogUnavailable, Record
 
 STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 CALL_TIMEOUT = 5.0        # seconds one request to the server may take before it counts as unavailable
 CONNECT_TIMEOUT = 2.0
-DEFAULT_ACK_WAIT = 30.0
+DEFAULT_ACK_WAIT = ADAPTERS["nats"].options["ack_wait"]   # the registry line states what `sync` defaults to
 DEFER_DELAY = 0.2         # seconds before a record handed back is delivered again
 STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "Nats-Expected-Last-Subject-Sequence"
 KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
 WRONG_LAST_SEQUENCE = 10071
 CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
+
+CREDS = Setting("FGRAPH_NATS_CREDS", "unset",
+                "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL")
+USER = Setting("FGRAPH_NATS_USER", "unset", "NATS user name for `fgraph sync`; the password is `FGRAPH_NATS_PASSWORD`")
+PASSWORD = Setting("FGRAPH_NATS_PASSWORD", "unset", "NATS password of `FGRAPH_NATS_USER`")
+TOKEN = Setting("FGRAPH_NATS_TOKEN", "unset", "NATS authentication token for `fgraph sync`")
+CA = Setting("FGRAPH_NATS_CA", "the system's CAs", "CA bundle (PEM) that a `tls://` NATS server's certificate must chain to")
+SETTINGS = (CREDS, USER, PASSWORD, TOKEN, CA)
+
+
+def auth(environ: Mapping[str, str] | None = None) -> dict:
+    """How ``fgraph sync`` authenticates to NATS: only from the environment, never the command line."""
+    keys = {"creds": CREDS, "user": USER, "password": PASSWORD, "token": TOKEN, "ca": CA}
+    return {key: value for key, row in keys.items() if (value := settings.read(row, environ))}
 
 
 def _nats():
@@ -68,17 +85,17 @@ def parse_url(url: str) -> tuple[str, str]:
 
 
 def _options(server: str) -> dict:
-    auth = settings.nats_auth()
+    login = auth()
     options = {"servers": [server], "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
                "max_reconnect_attempts": 1, "reconnect_time_wait": 0.2, "name": "fgraph sync"}
-    if auth.get("creds"):
-        options["user_credentials"] = auth["creds"]
-    if auth.get("user"):
-        options["user"], options["password"] = auth["user"], auth.get("password") or ""
-    if auth.get("token"):
-        options["token"] = auth["token"]
-    if auth.get("ca") or server.startswith("tls://"):
-        options["tls"] = ssl.create_default_context(cafile=auth.get("ca") or None)
+    if login.get("creds"):
+        options["user_credentials"] = login["creds"]
+    if login.get("user"):
+        options["user"], options["password"] = login["user"], login.get("password") or ""
+    if login.get("token"):
+        options["token"] = login["token"]
+    if login.get("ca") or server.startswith("tls://"):
+        options["tls"] = ssl.create_default_context(cafile=login.get("ca") or None)
     return options
 
 
@@ -323,27 +340,16 @@ class NatsLog:
                 except self._nats.js.errors.NotFoundError:
                     pass
             return deleted
-        return self._run(go(), CALL_TIMEOUT * 12)
+        deleted = self._run(go(), CALL_TIMEOUT * 12)
+        self.last(store)   # the subject may now end earlier: the next append expects what the server holds
+        return deleted
 
     def pending(self, consumer: str) -> int:
         info = self._run(self._js.consumer_info(self.stream, consumer))
         return info.num_pending + info.num_ack_pending
 
 
-def sync(sources, target, *, create_stream: bool = False, replicas: int = 1, max_age: float = 0,
-         ack_wait: float = DEFAULT_ACK_WAIT, batch_size: int = DEFAULT_BATCH, follow: bool = False,
-         interval: float = DEFAULT_INTERVAL, retry: float = DEFAULT_RETRY, stop=None) -> dict:
-    """``fgraph sync`` where one side is a NATS URL: stores → stream (``target`` a URL) or
-    stream → store (the one source a URL)."""
-    sources = [str(s) for s in sources]
-    urls = [s for s in sources if is_log_url(s)]
-    if is_log_url(target):
-        if urls:
-            raise ValueTypeError("a stream cannot be synced into a stream", "--from a URL needs --to a store file")
-        with NatsLog(target, create=create_stream, replicas=replicas, max_age=max_age) as log:
-            return publish(sources, log, batch_size=batch_size, follow=follow, interval=interval, retry=retry,
-                           stop=stop)
-    if len(sources) != 1 or not urls:
-        raise ValueTypeError("a stream is read alone", "pass one --from nats://host:4222/STREAM per run")
-    with NatsLog(sources[0], create=create_stream, replicas=replicas, max_age=max_age, ack_wait=ack_wait) as log:
-        return consume(log, target, batch_size=batch_size, follow=follow, interval=interval, retry=retry, stop=stop)
+def open_log(url: str, *, create_stream: bool = False, replicas: int = 1, max_age: float = 0,
+             ack_wait: float = DEFAULT_ACK_WAIT) -> NatsLog:
+    """The adapter's entry (``fgraph.bridges.sync.adapters``): a connection to the stream ``url`` names."""
+    return NatsLog(url, create=create_stream, replicas=replicas, max_age=max_age, ack_wait=ack_wait)
