@@ -14,11 +14,11 @@ import urllib.parse
 
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.errors import NotFound, TooLarge, ValueTypeError
-from fgraph.core.limits import GENESIS_TX
+from fgraph.core.limits import CONTEXT_BUDGET, CONTEXT_LIMIT, GENESIS_TX, MCP_RESPONSE_BYTES
 from fgraph.core.timespec import duration_us
-from fgraph.mcp.tools import _cursor, _read_cursor
+from fgraph.mcp.tools import make_cursor, read_cursor
 
-RESOURCE_CAP = 262_144
+RESOURCE_CAP = MCP_RESPONSE_BYTES
 PAGE_FACTS = 100
 PAGE_EVENTS, PAGE_EVENT_BYTES = 100, 196_608
 EVENT_CHUNK = 131_072
@@ -89,13 +89,13 @@ class Resources:
             basis = self.db.latest_tx()
             position = self.db.resolve_time(raw_since) if window else int(raw_since)
             if cursor is not None:
-                basis, position = _read_cursor(cursor, "changes", arguments, self.db.latest_tx())
+                basis, position = read_cursor(cursor, "changes", arguments, self.db.latest_tx())
             events, out = [], {"basis_tx": basis, "events": []}
             with contextlib.closing(self.db.iter_events(position, basis)) as lines:
                 position = self._page(lines, events, out, position, basis)
             if self._more(position, basis):
                 out["next_uri"] = "fgraph://changes" + _query(
-                    since=raw_since, cursor=_cursor("changes", arguments, basis, position))
+                    since=raw_since, cursor=make_cursor("changes", arguments, basis, position))
             return body(out)
 
     def _page(self, lines, events: list, out: dict, position: int, basis: int) -> int:
@@ -179,7 +179,7 @@ class Resources:
         with self.lock:
             basis, offset = self.db.latest_tx(), 0
             if cursor is not None:
-                basis, offset = _read_cursor(cursor, "schema", arguments, self.db.latest_tx())
+                basis, offset = read_cursor(cursor, "schema", arguments, self.db.latest_tx())
             page = self.db.at(basis).schema(prefix)
             items = [("attributes", a) for a in page["attributes"]] + [("shapes", s) for s in page["shapes"]]
             chosen = items[offset:offset + PAGE_FACTS]
@@ -188,7 +188,7 @@ class Resources:
                    "shapes": [item for kind, item in chosen if kind == "shapes"]}
             if offset + PAGE_FACTS < len(items):
                 out["next_uri"] = "fgraph://schema" + _query(
-                    prefix=prefix, cursor=_cursor("schema", arguments, basis, offset + PAGE_FACTS))
+                    prefix=prefix, cursor=make_cursor("schema", arguments, basis, offset + PAGE_FACTS))
             return body(out)
 
 
@@ -196,8 +196,8 @@ class Resources:
     def context(self, since=None, budget=None, limit=None, by=None, type=None) -> dict:
         with self.lock:
             view = self.db.at(self.db.latest_tx())
-            chars = 3000 if budget is None else _decimal(budget, "context budget")
-            items = 10 if limit is None else _decimal(limit, "context limit")
+            chars = CONTEXT_BUDGET if budget is None else _decimal(budget, "context budget")
+            items = CONTEXT_LIMIT if limit is None else _decimal(limit, "context limit")
             # the last line names the URI that gets the rest (fgraph://changes, or this template)
             return body(view.context(None if since is None else _time(since), chars, limit=items,
                                      by="change" if by is None else by, type=type, more_hint="resource"))

@@ -1,8 +1,10 @@
 """The MCP tools' bodies (spec 10 §3–§5): bounds checked before any work, one library call on
 a view pinned to one basis, the ``{"ok", "basis_tx", "data"}`` envelope and its 256 KiB cap.
 
-The SDK wiring (names, schemas, annotations, transport) is ``fgraph.mcp.server``; this
-module knows nothing of it, so every rule here is testable without a client.
+Each tool is declared once, in ``fgraph.mcp.specs``: a method here is named after its tool,
+takes the table's arguments by name, and begins by checking the table's bounds. The SDK wiring
+is ``fgraph.mcp.registry`` and ``fgraph.mcp.server``; this module knows nothing of it, so every
+rule here is testable without a client.
 """
 
 from __future__ import annotations
@@ -12,9 +14,20 @@ import threading
 
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.errors import FgraphError, TooLarge, ValueTypeError
-from fgraph.core.limits import GENESIS_TX
+from fgraph.core.limits import (
+    CONTEXT_BUDGET,
+    CONTEXT_LIMIT,
+    GENESIS_TX,
+    MCP_ABOUT_DEPTH,
+    MCP_PAGE_LIMIT,
+    MCP_QUERY_LIMIT,
+    MCP_QUERY_MAX_LIMIT,
+    MCP_RECALL_K,
+    MCP_RESPONSE_BYTES,
+)
+from fgraph.mcp.specs import SPECS
 
-RESPONSE_CAP = 262_144
+RESPONSE_CAP = MCP_RESPONSE_BYTES
 COMPACT_ATTRIBUTES, COMPACT_VALUES = 32, 32
 INCOMING_LIMIT = 100  # referrers about(incoming=true) lists at most; datoms vaet pages the rest
 MEMORY_TEXT, MEMORY_EMBEDDING = "memory/text", "memory/embedding"
@@ -41,12 +54,6 @@ def fit_incoming(basis_tx: int, data: dict) -> dict:
             return dict(data, incoming=kept, incoming_truncated=True)
         kept.append(item)
     return data
-
-
-def check_range(value: int, low: int, high: int, message: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueTypeError(message, f"pass an integer from {low} through {high}")
-    return value
 
 
 def entity_selector(raw):
@@ -85,12 +92,10 @@ class Tools:
         return self.db.at(self.db.latest_tx())
 
     # -- reads ----------------------------------------------------------------
-    def about(self, entity, depth: int = 1, incoming: bool = False) -> dict:
+    def about(self, entity, depth: int = MCP_ABOUT_DEPTH, incoming: bool = False) -> dict:
         """The compact entity, exactly the published tool's data; with ``incoming`` (ours)
         ``{"entity": compact, "incoming": [...], "incoming_truncated": bool}``."""
-        check_range(depth, 0, 2, "about depth must be an integer from zero through two")
-        if not isinstance(incoming, bool):
-            raise ValueTypeError(f"about incoming {incoming!r} is not a boolean", "pass true or false")
+        SPECS["about"].check(depth=depth, incoming=incoming)
         selector = entity_selector(entity)
         with self.lock:
             view = self._pinned()
@@ -100,14 +105,14 @@ class Tools:
             found = view.about(selector, depth, limit=INCOMING_LIMIT)
             return envelope(view.basis, fit_incoming(view.basis, dict(found, entity=compact(found["entity"]))))
 
-    def why(self, entity, attribute=None, limit: int = 100) -> dict:
+    def why(self, entity, attribute=None, limit: int = MCP_PAGE_LIMIT) -> dict:
         return self._rows("why", entity, attribute, limit)
 
-    def history(self, entity, attribute=None, limit: int = 100) -> dict:
+    def history(self, entity, attribute=None, limit: int = MCP_PAGE_LIMIT) -> dict:
         return self._rows("history", entity, attribute, limit)
 
     def _rows(self, kind: str, entity, attribute, limit: int) -> dict:
-        check_range(limit, 1, 100, f"{kind} limit must be 1 through 100")
+        SPECS[kind].check(limit=limit)
         selector = entity_selector(entity)
         with self.lock:
             view = self._pinned()
@@ -119,9 +124,8 @@ class Tools:
             view = self._pinned()
             return envelope(view.basis, view.receipt(tx))
 
-    def recall(self, query: str, k: int = 10, expand: int = 0) -> dict:
-        check_range(k, 1, 20, "recall k must be an integer from 1 through 20")
-        check_range(expand, 0, 2, "recall expand must be an integer from zero through two")
+    def recall(self, query: str, k: int = MCP_RECALL_K, expand: int = 0) -> dict:
+        SPECS["recall"].check(k=k, expand=expand)
         if not isinstance(query, str) or not query.strip():
             raise ValueTypeError("recall needs a non-blank query", "pass the words to look for")
         options = {}
@@ -145,23 +149,23 @@ class Tools:
             plan = view.explain(q, args)
             return envelope(plan["basis_tx"], plan)
 
-    def datoms(self, index="eavt", components=None, source="current", limit=100, cursor=None) -> dict:
-        check_range(limit, 1, 100, "MCP datoms limit must be an integer from 1 through 100")
+    def datoms(self, index="eavt", components=None, source="current", limit=MCP_PAGE_LIMIT, cursor=None) -> dict:
+        SPECS["datoms"].check(index=index, source=source, limit=limit)
         with self.lock:
             view = self._pinned()
             page = view.datoms(index, [] if components is None else components, source=source, limit=limit,
                                cursor=cursor)
             return envelope(page["basis_tx"], page)  # a continued cursor keeps its own basis
 
-    def schema(self, prefix=None, include_system=False, limit=100, cursor=None) -> dict:
+    def schema(self, prefix=None, include_system=False, limit=MCP_PAGE_LIMIT, cursor=None) -> dict:
         """The schema page in pages of at most ``limit`` attributes and shapes together; a cursor
         binds its basis and the request's arguments."""
-        check_range(limit, 1, 100, "MCP schema limit must be an integer from 1 through 100")
+        SPECS["schema"].check(include_system=include_system, limit=limit)
         arguments = {"include_system": include_system, "prefix": prefix}
         with self.lock:
             basis, offset = self.db.latest_tx(), 0
             if cursor is not None:
-                basis, offset = _read_cursor(cursor, "schema-tool", arguments, self.db.latest_tx())
+                basis, offset = read_cursor(cursor, "schema-tool", arguments, self.db.latest_tx())
             view = self.db.at(basis)
             page = view.schema(prefix, include_system=include_system)
             items = [("attributes", a) for a in page["attributes"]] + [("shapes", s) for s in page["shapes"]]
@@ -170,12 +174,13 @@ class Tools:
             data = {"basis_tx": view.basis, "digest": page["digest"],
                     "attributes": [item for kind, item in chosen if kind == "attributes"],
                     "shapes": [item for kind, item in chosen if kind == "shapes"],
-                    "next_cursor": _cursor("schema-tool", arguments, view.basis, offset + limit) if more else None,
+                    "next_cursor": make_cursor("schema-tool", arguments, view.basis, offset + limit) if more else None,
                     "truncated": more}
             return envelope(view.basis, data)
 
-    def context(self, since=None, budget: int = 3000, limit: int = 10, entity=None, by: str = "change",
-                type=None) -> dict:
+    def context(self, since=None, budget: int = CONTEXT_BUDGET, limit: int = CONTEXT_LIMIT, entity=None,
+                by: str = "change", type=None) -> dict:
+        SPECS["context"].check(budget=budget, limit=limit, by=by)
         with self.lock:
             view = self._pinned()
             # the last line names the tool call that gets the rest: an agent cannot run `fgraph tail`
@@ -227,13 +232,13 @@ class Tools:
 MAX_CURSOR = 4096
 
 
-def _cursor(resource: str, arguments: dict, basis: int, offset: int) -> str:
+def make_cursor(resource: str, arguments: dict, basis: int, offset: int) -> str:
     """Opaque to clients: unpadded base64url of the canonical position."""
     raw = dumps_bytes({"arguments": arguments, "basis": basis, "offset": offset, "resource": resource})
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _read_cursor(cursor, resource: str, arguments: dict, latest: int) -> tuple[int, int]:
+def read_cursor(cursor, resource: str, arguments: dict, latest: int) -> tuple[int, int]:
     what = resource.split("-")[0]
     invalid = ValueTypeError(f"{what} cursor is invalid", "pass the next_cursor of the previous page unchanged")
     if not isinstance(cursor, str) or not cursor or len(cursor) > MAX_CURSOR:
@@ -257,8 +262,11 @@ def _bounded_query(q):
     if not isinstance(q, dict):
         raise ValueTypeError("query q must be a JSON object", 'pass {"find": [...], "where": [...]}')
     if "limit" not in q:
-        return dict(q, limit=100)
-    check_range(q["limit"], 0, 1000, "MCP query limit must be an integer from 0 through 1000")
+        return dict(q, limit=MCP_QUERY_LIMIT)
+    limit = q["limit"]
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MCP_QUERY_MAX_LIMIT:
+        raise ValueTypeError(f"query limit must be an integer from 0 through {MCP_QUERY_MAX_LIMIT}",
+                             f"pass an integer from 0 through {MCP_QUERY_MAX_LIMIT}, or none for {MCP_QUERY_LIMIT}")
     return q
 
 
