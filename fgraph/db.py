@@ -27,10 +27,8 @@ from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_LIMIT, DATOMS_LIMIT, DEF
 from fgraph.core.mappings import TxReport
 
 if TYPE_CHECKING:
-    from _typeshed import SupportsWrite
-
     from fgraph.core.identity import Clock, EventFactory
-    from fgraph.core.types import JSON, Connection, JSONObject, PathArg, PhaseCallback, StreamArg, TimeArg
+    from fgraph.core.types import JSON, Connection, JSONObject, PathArg, PhaseCallback, StreamArg, TextWriter, TimeArg
     from fgraph.ops.doctor import Diagnosis
     from fgraph.ops.propagate import StandIns
     from fgraph.query.datalog.results import Result
@@ -271,7 +269,7 @@ class Db:
         from fgraph.streams import snapshot as _snapshot
         return _snapshot.iter_snapshot(self.connection, self.basis)
 
-    def snapshot(self, writer: SupportsWrite[str] | None = None) -> str | None:
+    def snapshot(self, writer: TextWriter | None = None) -> str | None:
         """The snapshot/1 text of this view (spec 05 §1)."""
         if writer is None:
             return "".join(line + "\n" for line in self.iter_snapshot())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import apsw
 
@@ -35,3 +35,9 @@ PathArg: TypeAlias = str | os.PathLike[str]
 TimeArg: TypeAlias = int | str
 StreamArg: TypeAlias = str | bytes | Iterable[str] | Iterable[bytes]
 PhaseCallback: TypeAlias = Callable[[str, int], None]
+
+
+class TextWriter(Protocol):
+    """Where ``snapshot`` writes its text: anything with ``write(str)`` (a text file, ``sys.stdout``)."""
+
+    def write(self, text: str, /) -> object: ...
