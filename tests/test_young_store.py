@@ -6,7 +6,6 @@ everything for a lower bound, the empty genesis view for ``at``; never an error.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 import fgraph
 from fgraph.mcp.resources import Resources
 from fgraph.mcp.tools import Tools
+from tests.support.cli import run_cli
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 QUERY = '{"find":["?n"],"where":[["?e","person/name","?n"]]}'
@@ -30,11 +30,6 @@ def young(tmp_path):
     with fgraph.connect(str(path)) as db:
         db.transact({"id": "grace", "person/name": "Grace Hopper"})
     return path
-
-
-def run(path, *args) -> tuple[int, str, str]:
-    proc = subprocess.run([FGRAPH, "--db", str(path), "--json", *args], capture_output=True, text=True, timeout=60)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def test_the_library_windows(young):
@@ -61,7 +56,7 @@ def test_the_library_windows(young):
     (["datoms", "--at", "24h"], lambda out: json.loads(out)["basis_tx"] == 64),
 ])
 def test_the_cli_windows(young, args, check):
-    code, out, err = run(young, *args)
+    code, out, err = run_cli(*args, db=young, json=True, timeout=60)
     if args[0] == "history":
         assert code == 1 and err.startswith("NotFound: entity 'ada' was not found")
         return

@@ -23,8 +23,7 @@ import pytest
 import fgraph
 import fgraph.query.datalog.engine as engine_module
 from tests.support.query_store import build_store, query
-from tests.support.runtimes import differential_pair
-from tests.interop.test_interop_queries import same_rows
+from tests.support.runtimes import differential_pair, same_rows
 
 # Where the published runtime spends a unit per examined datom in Python, a query of millions
 # of units takes minutes; such a query is compared at the default budget only (both TooLarge).

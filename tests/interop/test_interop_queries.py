@@ -16,19 +16,10 @@ import random
 
 import fgraph
 from tests.support.query_grammar import DECLARATIONS, datoms_call, query, store
-from tests.support.runtimes import differential_pair
+from tests.support.runtimes import differential_pair, same_rows
 from tests.support.constants import CONFORMANCE_CLOCK
 
 QUERIES_PER_STORE = 10
-
-
-def same_rows(q: dict, ours: dict, theirs: dict) -> bool:
-    if ours.get("columns") != theirs.get("columns"):
-        return False
-    if isinstance(q, dict) and q.get("order"):
-        return ours == theirs
-    key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
-    return sorted(map(key, ours["rows"])) == sorted(map(key, theirs["rows"]))
 
 
 def build(path, rng) -> None:

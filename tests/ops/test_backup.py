@@ -21,6 +21,7 @@ from tests.support.constants import CONFORMANCE_CLOCK
 from tests.support.paths import REPO
 from tests.support.peerlib import peer_executable
 from tests.support.corerows import core_rows
+from tests.support.cli import run_cli
 
 FGRAPH = os.path.join(os.path.dirname(sys.executable), "fgraph")
 
@@ -36,11 +37,6 @@ def make_store(path, events: int = 5, big: int = 0) -> str:
 
 def listing(directory) -> list:
     return sorted(os.listdir(directory))
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    proc = subprocess.run([FGRAPH, *map(str, args)], capture_output=True, text=True)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def test_backup_is_verified_private_and_proves_its_content(tmp_path):

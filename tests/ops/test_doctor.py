@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import apsw
 import pytest
@@ -20,6 +19,7 @@ from fgraph.ops import doctor
 from fgraph.core.errors import FormatError, ReadOnly
 from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
 from tests.support.peerlib import peer_executable
+from tests.support.cli import run_cli
 
 REPORT_KEYS = set(doctor.REPORT_KEYS)
 LAST = "(SELECT max(tx) FROM fgraph_events)"
@@ -252,43 +252,37 @@ def test_unified_names_stay_clean(tmp_path):
     receiver.close()
 
 
-def run_cli(args: list) -> tuple[int, str, str]:
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "fgraph"), *map(str, args)],
-                          capture_output=True, text=True)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
 def test_cli_exit_codes_and_outputs(template, tmp_path):
     good = copy_of(template, tmp_path, "good.db")
-    code, out, _ = run_cli(["--db", good, "doctor", "--json"])
+    code, out, _ = run_cli("--db", good, "doctor", "--json")
     assert code == 0 and set(json.loads(out)) == REPORT_KEYS and json.loads(out)["ok"]
     bad = copy_of(template, tmp_path, "bad.db")
     damage(bad, DAMAGE["FTS row removed"][0] + DAMAGE["next_id too high"][0])
-    code, out, err = run_cli(["--db", bad, "doctor", "--json"])
+    code, out, err = run_cli("--db", bad, "doctor", "--json")
     assert code == 1 and err == "" and not json.loads(out)["ok"]
-    code, out, _ = run_cli(["--db", bad, "doctor"])
+    code, out, _ = run_cli("--db", bad, "doctor")
     lines = out.splitlines()
     assert code == 1 and lines[0].startswith("NOT OK: 2 problem")
     assert any("full-text" in ln and "--repair" in ln for ln in lines)
     assert any("next_id" in ln and "restore" in ln for ln in lines)
-    code, _, err = run_cli(["--db", bad, "doctor", "--repair"])
+    code, _, err = run_cli("--db", bad, "doctor", "--repair")
     assert code == 1 and err.startswith("FormatError: ") and "Traceback" not in err
-    code, _, err = run_cli(["--db", tmp_path / "missing.db", "doctor"])
+    code, _, err = run_cli("--db", tmp_path / "missing.db", "doctor")
     assert code == 1 and err.startswith("NotFound: ") and not (tmp_path / "missing.db").exists()
 
 
 def test_cli_expect_digest(template, tmp_path):
     path = copy_of(template, tmp_path)
-    code, out, _ = run_cli(["--db", path, "info", "--digest", "--json"])
+    code, out, _ = run_cli("--db", path, "info", "--digest", "--json")
     info = json.loads(out)
     assert code == 0 and len(info["digest"]) == 64 and info["basis_tx"] > 64
     with fgraph.connect(path, read_only=True) as db:
         assert db.snapshot().splitlines()[-1].endswith(f'"sha256":"{info["digest"]}"}}')
-    assert run_cli(["--db", path, "doctor", "--expect-digest", info["digest"]])[0] == 0
-    assert run_cli(["--db", path, "doctor", "--expect-digest", "sha256:" + info["digest"].upper()])[0] == 0
-    code, out, _ = run_cli(["--db", path, "doctor", "--json", "--expect-digest", "0" * 64])
+    assert run_cli("--db", path, "doctor", "--expect-digest", info["digest"])[0] == 0
+    assert run_cli("--db", path, "doctor", "--expect-digest", "sha256:" + info["digest"].upper())[0] == 0
+    code, out, _ = run_cli("--db", path, "doctor", "--json", "--expect-digest", "0" * 64)
     assert code == 1 and "logical digest differs" in json.loads(out)["problems"][0]
-    code, _, err = run_cli(["--db", path, "doctor", "--expect-digest", "nope"])
+    code, _, err = run_cli("--db", path, "doctor", "--expect-digest", "nope")
     assert code == 1 and err.startswith("TypeError: ")
 
 
@@ -304,7 +298,7 @@ def test_read_only_file_and_mount(template, tmp_path):
         shutil.copy(template, mount / "store.db")
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
         before = sorted(os.listdir(mount))
-        code, out, err = run_cli(["--db", mount / "store.db", "doctor", "--json"])
+        code, out, err = run_cli("--db", mount / "store.db", "doctor", "--json")
         assert (code, err) == (0, "") and json.loads(out)["ok"]
         assert sorted(os.listdir(mount)) == before
     finally:

@@ -6,7 +6,6 @@ explicit last line naming what was left out and how to get it."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,8 @@ import fgraph
 from fgraph.core.canonical import dumps
 from fgraph.query.context.changes import ELLIPSIS
 from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.cli import run_cli
+from tests.support.context import store_of, vm_steps
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 CLOCK = CONFORMANCE_CLOCK
@@ -133,9 +134,7 @@ def test_the_cli_prints_markdown_as_text_and_json_on_request(tmp_path):
         expected_json = handle.context(budget=500, limit=4, format="json")
 
     def cli(*args):
-        proc = subprocess.run([FGRAPH, "--db", str(path), "context", *args], capture_output=True, text=True,
-                              env={"FGRAPH_CLOCK": str(CLOCK + 4_000_000), "PATH": ""}, timeout=60)
-        return proc.returncode, proc.stdout, proc.stderr
+        return run_cli("context", *args, db=path, env={"FGRAPH_CLOCK": str(CLOCK + 4_000_000), "PATH": ""}, timeout=60)
 
     assert cli("--budget", "500", "--limit", "4") == (0, expected["text"] + "\n", "")
     code, out, _ = cli("--budget", "500", "--limit", "4", "--json")
@@ -167,16 +166,9 @@ def test_the_mcp_tool_and_resource_render_the_same(db):
     assert "fgraph tail --since 64" in db.context(budget=300)["more"]   # the CLI keeps its own words
 
 
-def _store_of(transactions: int):
-    handle = fgraph.connect(":memory:", clock=CLOCK)
-    for k in range(transactions):
-        handle.transact({"id": f"n{k}", "n/v": k})
-    return handle
-
-
 def test_past_the_count_cap_the_footer_says_or_more(monkeypatch):
     monkeypatch.setattr("fgraph.query.context.shape.COUNT_CAP", 50)
-    with _store_of(300) as handle:
+    with store_of(300) as handle:
         out = handle.context(limit=5)
         assert (out["items"], out["left_out"], out["truncated"], out["left_out_at_least"]) == (5, 45, True, True)
         assert out["text"].endswith(out["more"])
@@ -193,24 +185,8 @@ def test_past_the_count_cap_the_footer_says_or_more(monkeypatch):
                 assert capped["truncated"] and capped["left_out_at_least"]
 
 
-def _steps(handle, **options) -> int:
-    """SQLite virtual-machine steps one context call takes (a progress handler called every step)."""
-    steps = [0]
-
-    def count() -> bool:
-        steps[0] += 1
-        return False
-
-    handle.connection.set_progress_handler(count, 1)
-    try:
-        handle.context(**options)
-    finally:
-        handle.connection.set_progress_handler(None)
-    return steps[0]
-
-
 def test_the_cost_of_a_call_follows_the_cap_not_the_history(monkeypatch):
     monkeypatch.setattr("fgraph.query.context.shape.COUNT_CAP", 100)
-    with _store_of(300) as small, _store_of(3000) as large:
+    with store_of(300) as small, store_of(3000) as large:
         for options in ({}, {"format": "json"}, {"limit": 50}):
-            assert _steps(large, **options) < 1.5 * _steps(small, **options)
+            assert vm_steps(large, **options) < 1.5 * vm_steps(small, **options)

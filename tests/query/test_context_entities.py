@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -20,6 +19,8 @@ import fgraph
 from fgraph.core.canonical import dumps
 from fgraph.core.values import parse_instant
 from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.cli import run_cli
+from tests.support.context import store_of, vm_steps
 from tests.support.paths import FIXTURES
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
@@ -31,11 +32,6 @@ PREFERENCE = {"id": "0b7e1c2a-0000-5000-8000-000000000001", "type": "preference"
               "entities": ["fgraph"], "relations": [], "identity": {"user_id": "alice"},
               "metadata": {"timestamp": "2026-03-10T08:00:00Z", "confidence": 0.8}}
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-")
-
-
-def fgraph_cli(db: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([FGRAPH, "--db", str(db), *map(str, args)], capture_output=True, text=True, env=ENV,
-                          timeout=120)
 
 
 def valid_records() -> list:
@@ -60,7 +56,7 @@ def decisions(tmp_path_factory) -> Path:
     db = folder / "d.db"
     for path in (DECISIONS, extra):
         # a label, not the path: what fits the budget must not depend on where the clone lives
-        proc = fgraph_cli(db, "import", "jsonl-log", path, "--source", path.name)
+        proc = run_cli("import", "jsonl-log", path, "--source", path.name, db=db, env=ENV)
         assert proc.returncode == 0, proc.stderr
     return db
 
@@ -68,7 +64,7 @@ def decisions(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("memory") / "m.db"
-    proc = fgraph_cli(db, "import", "mcp-memory", MEMORY)
+    proc = run_cli("import", "mcp-memory", MEMORY, db=db, env=ENV)
     assert proc.returncode == 0, proc.stderr
     return db
 
@@ -214,14 +210,14 @@ def test_the_cli_prints_the_same_text_and_json(decisions):
     with fgraph.connect(str(decisions), read_only=True) as db:
         expected = db.context(by="entity", type="decision", budget=1500)
         expected_json = db.context(by="entity", limit=2, format="json")
-    proc = fgraph_cli(decisions, "context", "--by", "entity", "--type", "decision", "--budget", "1500")
+    proc = run_cli("context", "--by", "entity", "--type", "decision", "--budget", "1500", db=decisions, env=ENV)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, expected["text"] + "\n", "")
     assert "get them with: fgraph context --by entity --since 64 --limit 12 --budget " in proc.stdout
-    proc = fgraph_cli(decisions, "context", "--by", "entity", "--limit", "2", "--format", "json")
+    proc = run_cli("context", "--by", "entity", "--limit", "2", "--format", "json", db=decisions, env=ENV)
     assert proc.returncode == 0 and json.loads(proc.stdout) == expected_json
-    proc = fgraph_cli(decisions, "context", "--type", "decision")
+    proc = run_cli("context", "--type", "decision", db=decisions, env=ENV)
     assert proc.returncode == 1 and proc.stderr.startswith("TypeError: ") and "--by entity" in proc.stderr
-    assert fgraph_cli(decisions, "context", "--by", "fact").returncode == 2
+    assert run_cli("context", "--by", "fact", db=decisions, env=ENV).returncode == 2
 
 
 def test_the_mcp_tool_and_resource_name_mcp_calls(decisions):
@@ -289,9 +285,8 @@ def test_the_named_call_gets_every_item_left_out(growing, budget, limit, by, fmt
 
 def test_past_the_count_cap_the_last_line_says_or_more(monkeypatch):
     """Decision C3: the entities of the window are counted up to the cap, then "N or more"."""
-    from tests.query.test_context_changes import _store_of
     monkeypatch.setattr("fgraph.query.context.shape.COUNT_CAP", 40)
-    with _store_of(300) as handle:
+    with store_of(300) as handle:
         out = handle.context(by="entity", limit=5)
         assert (out["items"], out["left_out"], out["truncated"], out["left_out_at_least"]) == (5, 35, True, True)
         assert out["text"].endswith(out["more"]) and out["more"].startswith("… 35 or more older entities left out")
@@ -309,8 +304,7 @@ def test_past_the_count_cap_the_last_line_says_or_more(monkeypatch):
 def test_the_cost_of_a_call_follows_the_cap_not_the_history(monkeypatch):
     """The count stops at the cap and each transaction's time is one index probe (it once read
     every fgraph/at fact per transaction), so a ten times longer history costs the same."""
-    from tests.query.test_context_changes import _steps, _store_of
     monkeypatch.setattr("fgraph.query.context.shape.COUNT_CAP", 100)
-    with _store_of(300) as small, _store_of(3000) as large:
+    with store_of(300) as small, store_of(3000) as large:
         for options in ({}, {"format": "json"}, {"limit": 50}):
-            assert _steps(large, by="entity", **options) < 1.5 * _steps(small, by="entity", **options)
+            assert vm_steps(large, by="entity", **options) < 1.5 * vm_steps(small, by="entity", **options)

@@ -12,13 +12,9 @@ import sys
 import pytest
 
 from tests.support.query_data import people
+from tests.support.cli import run_cli
 
 FGRAPH = os.path.join(os.path.dirname(sys.executable), "fgraph")
-
-
-def run(*args, stdin=None, db=None):
-    proc = subprocess.run([FGRAPH, "--db", db, "--json", *args], input=stdin, capture_output=True, text=True)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 @pytest.fixture
@@ -33,7 +29,7 @@ def test_inline_file_and_stdin(db_path, tmp_path):
     (tmp_path / "q.json").write_text(query)
     expected = {"columns": ["?n"], "rows": [["Alice"], ["Bob"], ["Charlie"]]}
     for args, stdin in (([query], None), ([f"@{tmp_path / 'q.json'}"], None), (["-"], query)):
-        rc, out, err = run("q", *args, stdin=stdin, db=db_path)
+        rc, out, err = run_cli("q", *args, input=stdin, db=db_path, json=True)
         assert rc == 0 and json.loads(out) == expected, err
 
 
@@ -51,7 +47,7 @@ def test_inline_file_and_stdin(db_path, tmp_path):
     (["explain", '{"find":["?n"],"where":[{"rule":["r","?e"]}]}'], 1, "QueryError"),
 ])
 def test_bad_input_is_typed(db_path, args, code, name):
-    rc, out, err = run(*args, db=db_path)
+    rc, out, err = run_cli(*args, db=db_path, json=True)
     assert rc == code and "Traceback" not in err
     if name:
         assert err.startswith(f"{name}: ") and out == ""
@@ -63,12 +59,12 @@ def test_the_budget_is_a_global_option_and_missing_files_are_not_created(db_path
                                 capture_output=True, text=True).returncode, None, None
     assert rc == 1
     missing = str(tmp_path / "missing.db")
-    rc, _, err = run("q", '{"find":["?e"],"where":[["?e","a/b","_"]]}', db=missing)
+    rc, _, err = run_cli("q", '{"find":["?e"],"where":[["?e","a/b","_"]]}', db=missing, json=True)
     assert rc == 1 and err.startswith("NotFound") and not os.path.exists(missing)
-    rc, out, _ = run("datoms", "avet", "--components", '["person/age"]', "--limit", "2", db=db_path)
+    rc, out, _ = run_cli("datoms", "avet", "--components", '["person/age"]', "--limit", "2", db=db_path, json=True)
     page = json.loads(out)
     assert rc == 0 and [i["v"] for i in page["items"]] == [30, 35] and page["next_cursor"]
-    rc, out, _ = run("datoms", "avet", "--components", '["person/age"]', "--cursor", page["next_cursor"], db=db_path)
+    rc, out, _ = run_cli("datoms", "avet", "--components", '["person/age"]', "--cursor", page["next_cursor"], db=db_path, json=True)
     assert [i["v"] for i in json.loads(out)["items"]] == [42]
 
 
@@ -85,7 +81,7 @@ def test_reads_leave_the_file_byte_identical(db_path):
              ["q", '{"find":["?e"],"where":[["?e","person/name","x\'); DROP TABLE fgraph_facts; --"]]}'],
              ["q", "[1]"], ["explain", '{"find":["?n"],"where":[["?e","person/name","?n"]]}'],
              ["datoms", "eavt", "--limit", "3"], ["datoms", "--cursor", "forged"]]
-    codes = [run(*args, db=db_path)[0] for args in calls]
+    codes = [run_cli(*args, db=db_path, json=True)[0] for args in calls]
     assert codes == [0, 1, 0, 1, 0, 0, 1]
     assert state() == before
 

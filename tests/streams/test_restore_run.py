@@ -63,7 +63,7 @@ def test_a_truncated_snapshot_leaves_the_destination_pristine(cut):
 
 
 def _contradicted(mutate) -> fgraph.FgraphError:
-    from tests.streams.test_snapshot import records_of, reseal
+    from tests.support.mutations import records_of, reseal_records
     with fgraph.connect(":memory:") as source:
         source.transact({"id": "ada", "p/name": "Ada", "p/age": 36, "p/friend": {"ref": "bob"}})
         source.transact({"id": "bob", "p/name": "Bob"})
@@ -73,7 +73,7 @@ def _contradicted(mutate) -> fgraph.FgraphError:
     line = mutate(records)
     with fgraph.connect(":memory:") as db:
         with pytest.raises(fgraph.FgraphError) as caught:
-            db.restore(reseal(records))
+            db.restore(reseal_records(records))
         assert db.stats()["transactions"] == 1  # atomically refused
     return caught.value, line
 
@@ -212,20 +212,20 @@ def _receipt_snapshot() -> str:
 def _refused_receipt_cases() -> dict:
     """Re-sealed snapshots with a receipt whose rows SQLite itself refuses: an operation id used
     twice, a name repeated inside one receipt, the receipt's own event created as an eid."""
-    from tests.streams.test_snapshot import records_of, reseal
+    from tests.support.mutations import records_of, reseal_records
     text = _receipt_snapshot()
     cases = {}
     records = records_of(text)
     receipts = [r["receipt"] for r in records if "receipt" in r]
     with_op = [r for r in receipts if r["operation_id"] is not None]
     with_op[-1]["operation_id"], with_op[-1]["request_hash"] = with_op[0]["operation_id"], with_op[0]["request_hash"]
-    cases["operation id twice"] = reseal(records)
+    cases["operation id twice"] = reseal_records(records)
     for name, created in (("name twice", lambda r: r["created"] + r["created"][:1]),
                           ("own event as eid", lambda r: r["created"] + [{"eid": r["event"]}])):
         records = records_of(text)
         r = [x["receipt"] for x in records if "receipt" in x and x["receipt"]["created"]][5]   # one that creates
         r["created"], r["event_data"] = created(r), None
-        cases[name] = reseal(records)
+        cases[name] = reseal_records(records)
     return cases
 
 

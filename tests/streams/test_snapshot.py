@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import fgraph
-from fgraph.core.canonical import dumps, loads
+from tests.support.mutations import records_of, reseal_records
 from tests.support.paths import UPSTREAM, requires_upstream
 from tests.support.clock import stepping_clock
 from tests.support.corerows import core_rows_of
@@ -87,19 +87,6 @@ def test_pristine_snapshot_is_two_lines():
             '"sha256":"cb923270289361b4f60cdc1a78988a6b210e518f1b44c845fd13fdde383847ae"}\n')
     finally:
         db.close()
-
-
-def reseal(records: list) -> str:
-    import hashlib
-    body = "".join(dumps(r) + "\n" for r in records[:-1])
-    footer = dict(records[-1])
-    footer["receipts"] = sum(1 for r in records if "receipt" in r) if footer.get("receipts") is not None else None
-    footer["sha256"] = hashlib.sha256(body.encode()).hexdigest()
-    return body + dumps(footer) + "\n"
-
-
-def records_of(text: str) -> list:
-    return [loads(line) for line in text.splitlines() if line.strip()]
 
 
 def first(records, kind, pred=lambda x: True):
@@ -191,7 +178,7 @@ def test_resealed_mutations_fail_atomically(snapshot_text, name, mutate, error):
     db = fresh()
     try:
         with pytest.raises(fgraph.FgraphError) as caught:
-            db.restore(reseal(records))
+            db.restore(reseal_records(records))
         assert caught.value.name == error, str(caught.value)
         assert_pristine(db)
     finally:
@@ -227,7 +214,7 @@ def test_other_created_at_is_accepted_and_rewrites_genesis(snapshot_text):
     records[0]["created_at"] = 1700000000000000
     db = fresh()
     try:
-        db.restore(reseal(records))
+        db.restore(reseal_records(records))
         assert db.snapshot().startswith('{"basis"')
         assert db.receipt(64)["at"] == 1700000000000000
     finally:

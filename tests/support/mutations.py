@@ -9,7 +9,22 @@ import json
 import random as _random
 
 import fgraph
-from fgraph.core.canonical import dumps
+from fgraph.core.canonical import dumps, loads
+
+
+def records_of(text: str) -> list:
+    """The parsed records of a snapshot's text."""
+    return [loads(line) for line in text.splitlines() if line.strip()]
+
+
+def reseal_records(records: list) -> str:
+    """The text of parsed snapshot ``records`` whose last one, the footer, keeps its fields but gets the
+    body's digest and (when it counts them) its receipts: an edited record reaches the record checks."""
+    body = "".join(dumps(r) + "\n" for r in records[:-1])
+    footer = dict(records[-1])
+    footer["receipts"] = sum(1 for r in records if "receipt" in r) if footer.get("receipts") is not None else None
+    footer["sha256"] = hashlib.sha256(body.encode()).hexdigest()
+    return body + dumps(footer) + "\n"
 
 
 def reseal(lines: list[str]) -> str:

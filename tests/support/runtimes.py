@@ -122,3 +122,14 @@ def differential_pair() -> tuple:
     total = int(os.environ.get("FGRAPH_QUERIES", "300"))
     seed = int(os.environ.get("FGRAPH_QUERY_SEED", "12"))
     return Runtime(our_executable(), "ours"), Runtime(peer, "peer"), total, seed
+
+
+def same_rows(q: dict, ours: dict, theirs: dict) -> bool:
+    """Whether two runtimes' answers to ``q`` agree: the same columns, and the same rows in the same order
+    when ``q`` orders them, else as multisets."""
+    if ours.get("columns") != theirs.get("columns"):
+        return False
+    if isinstance(q, dict) and q.get("order"):
+        return ours == theirs
+    key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
+    return sorted(map(key, ours["rows"])) == sorted(map(key, theirs["rows"]))
