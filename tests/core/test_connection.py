@@ -12,7 +12,7 @@ import pytest
 
 import fgraph
 from fgraph.core import connection, layout
-from tests.conftest import stepping_clock
+from tests.support.clock import stepping_clock
 
 
 def pragma(conn, name):
@@ -185,7 +185,7 @@ def test_immutable_fallback_decision(tmp_path, monkeypatch):
     path = tmp_path / "a.db"
     fgraph.connect(str(path), clock=stepping_clock()).close()
     monkeypatch.setattr(os, "access", lambda p, mode: False)
-    assert connection._needs_immutable(str(path))
+    assert connection.needs_immutable(str(path))
     db = fgraph.connect(str(path), read_only=True)
     try:
         assert db.stats()["transactions"] == 1

@@ -28,7 +28,7 @@ from fgraph.core.txn import read_transaction
 from fgraph.core.values import format_instant
 from fgraph.query.context import entities as context_entities
 from fgraph.query.context import shape as context_shape
-from fgraph.query.context.shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, _MORE_KEY,
+from fgraph.query.context.shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, MORE_KEY,
                                         at_least, budget_for, call, check, how_many, summary)
 
 _COLUMNS = "id, e, a, v, t, tx, rx"
@@ -218,7 +218,7 @@ def _as_json(reader, low, subject, total, budget, limit, rest) -> dict:
     skeleton = dict(summary(reader.basis, low, total, 0), items=total, truncated=False,
                     transactions=[])  # the longest form of every number and flag
     chosen, cut_at, needed = _window(reader, low, total, budget, limit, subject, size_of, len(dumps(skeleton)), rest,
-                             overhead=len(_MORE_KEY))
+                             overhead=len(MORE_KEY))
     groups, last_tx = [], None
     for tx, receipt, op, fact in chosen:
         if tx != last_tx:
@@ -227,7 +227,7 @@ def _as_json(reader, low, subject, total, budget, limit, rest) -> dict:
         groups[-1]["changes"].append(entry(op, fact))
     out = dict(summary(reader.basis, low, total, len(chosen)), transactions=groups)
     if out["truncated"]:
-        room = budget - len(dumps(out)) - len(_MORE_KEY)
+        room = budget - len(dumps(out)) - len(MORE_KEY)
         out["more"] = _more(total, len(chosen), rest(needed),
                             _oldest_left(reader, low, subject, cut_at), cut_at, room)
     return out
