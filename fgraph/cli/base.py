@@ -313,8 +313,3 @@ def _show_completion(ctx: click.Context, param, shell):
               help=f"Work-unit budget for queries [default {DEFAULT_QUERY_BUDGET}].")
 def cli():
     """Temporal facts in one SQLite file."""
-
-
-# The former private names, kept only until fgraph/cli/forget.py, imports.py and sync.py import
-# the public ones above (issue 46 item 4); tests/test_house_rules.py names those imports until then.
-_DB, _print_result, _ref, _run, _result = DB_KEY, print_result, parse_ref, run_and_print, open_and_call
