@@ -13,8 +13,8 @@ from collections import Counter
 
 import pytest
 
-from tests.bridges.test_sync_files import env, is_subsequence, tail, write_sources
-from tests.bridges.test_adapters_nats import NATS_SERVER, NatsServer
+from tests.support.nats import NATS_SERVER, NatsServer
+from tests.support.syncing import env, is_subsequence, tail, write_sources
 from tests.support.torture import FGRAPH, report, rng, size, verdict, wait_for
 
 SOURCES = ("a", "b", "c")
