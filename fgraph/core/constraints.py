@@ -7,25 +7,41 @@ slots and schema and changes nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fgraph.core import values
 from fgraph.core.errors import Conflict, SchemaError
 from fgraph.core.genesis import A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED, A_SHAPE_REQUIRED, A_VECTOR_MODEL, SYSTEM_MAX
-from fgraph.core.values import TAG_REF
+from fgraph.core.values import TAG_REF, TYPE_TAGS
 
 if TYPE_CHECKING:
-    from fgraph.core.plan import Planner
-    from fgraph.core.selectors import Handle, Slot
+    from fgraph.core.catalog import Catalog
+    from fgraph.core.schema_cache import SchemaCache
+    from fgraph.core.selectors import Handle, Slot, ValueKey
 
-TYPE_TAGS: dict[str, tuple[int, ...]] = {"ref": (0,), "bool": (1,), "int": (2,), "float": (3,), "text": (4, 8), "instant": (5,),
-             "bytes": (6, 9), "vector": (7,), "json": (10,)}
+
+class PlanView(Protocol):
+    """What the checks read of the plan they belong to (``core.plan.Planner``); a protocol, so
+    that this part does not import its whole."""
+
+    cat: Catalog
+    schema_cache: SchemaCache
+    slots: dict[tuple[Handle, Handle], Slot]
+    owners: dict[tuple[Handle, ValueKey], list[Handle]]
+    dirty: dict[int, Slot]
+
+    def slot(self, e: Handle, a: Handle) -> Slot: ...
+    def present_value(self, e: Handle, a: Handle) -> Any: ...
+    def schema(self, a: Handle) -> dict[str, Any]: ...
+    def attribute_label(self, a: Handle) -> str: ...
+    @staticmethod
+    def slot_changed(slot: Slot) -> bool: ...
 
 
 class Constraints:
     """The final-state checks of one plan; they read its working slots and schema."""
 
-    def __init__(self, plan: Planner) -> None:
+    def __init__(self, plan: PlanView) -> None:
         self.plan = plan
 
     def check_declaration(self, a: Handle) -> None:

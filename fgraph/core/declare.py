@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fgraph.core.constraints import TYPE_TAGS
+from fgraph.core.values import TYPE_TAGS
 from fgraph.core.errors import SchemaError
 from fgraph.core.names import check_attribute_name
 

@@ -17,7 +17,8 @@ from typing import Any, Literal, overload
 
 from fgraph.core import values
 from fgraph.core.catalog import Catalog
-from fgraph.core.constraints import TYPE_TAGS, Constraints
+from fgraph.core.constraints import Constraints
+from fgraph.core.values import TYPE_TAGS
 from fgraph.core.errors import Conflict, Unsupported, ValueTypeError
 from fgraph.core.genesis import (A_DIMS, A_MANY, A_NOHISTORY, A_SHAPE, A_TYPE, A_UNIQUE, A_VECTOR_MODEL)
 from fgraph.core.values import RefWire, Value

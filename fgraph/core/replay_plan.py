@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from fgraph.core.constraints import TYPE_TAGS
+from fgraph.core.values import TYPE_TAGS
 from fgraph.core.genesis import A_SHAPE, SYSTEM_MAX
 from fgraph.core.identity import uuid_to_gid
 from fgraph.core.plan import Delta, NewIdent, Planner, Slot, nohistory_of, read_live

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, overload
 
 from fgraph.core import values
-from fgraph.core.constraints import TYPE_TAGS
+from fgraph.core.values import TYPE_TAGS
 from fgraph.core.errors import NotFound, SchemaError, Unsupported, ValueTypeError
 from fgraph.core.genesis import (A_TYPE, A_UNIQUE, SYSTEM_MAX, system_names)
 from fgraph.core.limits import INT64_MAX, INT64_MIN

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 TAG_REF, TAG_BOOL, TAG_INT, TAG_FLOAT, TAG_TEXT, TAG_INSTANT = 0, 1, 2, 3, 4, 5
 TAG_BYTES, TAG_VECTOR, TAG_LONG_TEXT, TAG_LONG_BYTES, TAG_JSON = 6, 7, 8, 9, 10
 
+#: each declarable type and the tags its stored values may carry (long text and bytes live in blobs)
+TYPE_TAGS: dict[str, tuple[int, ...]] = {"ref": (TAG_REF,), "bool": (TAG_BOOL,), "int": (TAG_INT,), "float": (TAG_FLOAT,),
+                                         "text": (TAG_TEXT, TAG_LONG_TEXT), "instant": (TAG_INSTANT,),
+                                         "bytes": (TAG_BYTES, TAG_LONG_BYTES), "vector": (TAG_VECTOR,), "json": (TAG_JSON,)}
 LOGICAL_TYPES = ("bool", "int", "float", "text", "instant", "bytes", "vector", "json", "ref")
 _LOGICAL = ("ref", "bool", "int", "float", "text", "instant", "bytes", "vector", "text", "bytes", "json")
 INDIRECT_TAGS = (TAG_VECTOR, TAG_LONG_TEXT, TAG_LONG_BYTES)

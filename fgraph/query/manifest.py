@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from fgraph.core.canonical import dumps
-from fgraph.core.constraints import TYPE_TAGS
+from fgraph.core.values import TYPE_TAGS
 from fgraph.core.errors import SchemaError
 from fgraph.core.genesis import SYSTEM_MAX
 from fgraph.core.names import ATTRIBUTE_RE

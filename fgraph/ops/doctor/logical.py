@@ -8,7 +8,7 @@ holds the per-attribute schema and at most 1,024 shape specs.
 
 from __future__ import annotations
 
-from fgraph.core.constraints import TYPE_TAGS
+from fgraph.core.values import TYPE_TAGS
 from fgraph.core.genesis import (A_AT, A_DIMS, A_MANY, A_SHAPE, A_SHAPE_ALLOWED, A_SHAPE_CLOSED, A_SHAPE_REQUIRED,
                                  A_TYPE, A_UNIQUE, A_VECTOR_MODEL, SYSTEM_MAX, system_identities)
 from fgraph.core.identity import GENESIS_EVENT, uuid_to_gid

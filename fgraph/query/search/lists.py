@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from fgraph.core import values
-from fgraph.core.constraints import TYPE_TAGS
+from fgraph.core.values import TYPE_TAGS
 from fgraph.core.errors import NotFound, ValueTypeError
 from fgraph.core.genesis import A_DIMS, A_TYPE, SYSTEM_MAX
 from fgraph.core.values import RefWire, TAG_VECTOR
