@@ -13,8 +13,6 @@ import apsw
 import pytest
 
 from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
-# Only until tests/mcp/test_mcp.py imports it from tests.support.peerlib (issue 46 item 4).
-from tests.support.peerlib import peer_executable  # noqa: F401
 
 
 # Variables that configure the test run itself; every other FGRAPH_* variable is cleared

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
-from tests.mcp.test_mcp import call, session_run
 from tests.support.cli import run_cli_on_terminal
+from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
+from tests.support.mcp import call, session_run
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "fgraph"

@@ -15,46 +15,16 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import Implementation
 
 import fgraph
-from tests.conftest import CONFORMANCE_CLOCK, CONFORMANCE_SEED, peer_executable
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.mcp import OURS, call, server_env, session_run
 from tests.support.paths import REPO
+from tests.support.peerlib import peer_executable
 
-OURS = str(Path(sys.executable).parent / "fgraph")
 # the published nine in their order, then ours: context (issue 14 item 5)
 READ_TOOLS = ["recall", "about", "why", "history", "query", "datoms", "receipt", "schema", "explain", "context"]
 NAMES = {"find": ["?n"], "where": [["?e", "person/name", "?n"]]}
-
-
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FGRAPH_") or k == "FGRAPH_PEER"}
-    env.update(FGRAPH_CLOCK=str(CONFORMANCE_CLOCK), FGRAPH_EVENT_SEED=CONFORMANCE_SEED)
-    return env
-
-
-def session_run(executable: str, path, script, *extra: str, client: str = "probe"):
-    """Run ``await script(session)`` against ``executable --db path mcp *extra``; returns its result."""
-    params = StdioServerParameters(command=executable, args=["--db", str(path), "mcp", *extra], env=_env())
-
-    async def main():
-        with open(os.devnull, "w") as quiet:
-            async with stdio_client(params, errlog=quiet) as (read, write):
-                async with ClientSession(read, write, client_info=Implementation(name=client, version="1")) as session:
-                    await session.initialize()
-                    return await script(session)
-
-    return anyio.run(main)
-
-
-def call(name: str, **arguments):
-    async def script(session):
-        result = await session.call_tool(name, arguments)
-        return (result.is_error, result.structured_content,
-                [c.text for c in result.content if getattr(c, "text", None) is not None])
-    return script
 
 
 @pytest.fixture
@@ -135,7 +105,8 @@ def test_recall_finds_memories(store):
 def test_a_missing_file_is_not_found_and_nothing_is_created(tmp_path):
     import subprocess
     path = tmp_path / "absent.db"
-    proc = subprocess.run([OURS, "--db", str(path), "mcp"], input=b"", capture_output=True, env=_env(), timeout=60)
+    proc = subprocess.run([OURS, "--db", str(path), "mcp"], input=b"", capture_output=True, env=server_env(),
+                          timeout=60)
     assert proc.returncode == 1 and proc.stdout == b"" and proc.stderr.startswith(b"NotFound: ")
     assert not path.exists()
 
@@ -366,7 +337,7 @@ def _protocol_outcomes(executable: str, path, replies_expected: int) -> list:
     import subprocess
     import time
     proc = subprocess.Popen([executable, "--db", str(path), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=_env())
+                            stderr=subprocess.DEVNULL, env=server_env())
     proc.stdin.write(("\n".join(PROTOCOL_LINES) + "\n").encode())
     proc.stdin.flush()
     replies, deadline = [], time.monotonic() + 60
@@ -525,7 +496,7 @@ def test_undo_and_forget_through_the_client(store):
 def test_a_client_that_disconnects_mid_call_ends_the_server_cleanly(store):
     import subprocess
     proc = subprocess.Popen([OURS, "--db", str(store), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env())
+                            stderr=subprocess.PIPE, env=server_env())
     lines = [PROTOCOL_LINES[3], PROTOCOL_LINES[4],
              '{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"history","arguments":{"entity":"ada"}}}']
     out, err = proc.communicate(("\n".join(lines) + "\n").encode(), timeout=60)  # stdin closes at once

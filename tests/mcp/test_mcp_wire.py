@@ -14,8 +14,8 @@ import pytest
 
 import fgraph
 from fgraph.mcp.wire import INVALID_REQUEST, PARSE_ERROR, Replies, Requests
-from tests.conftest import CONFORMANCE_CLOCK
-from tests.mcp.test_mcp import OURS, _env
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.mcp import OURS, server_env
 
 INITIALIZE = ('{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18",'
               '"capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}')
@@ -103,7 +103,7 @@ def _serve(path, lines: list[bytes], *extra: str) -> list[dict]:
     server is free to drop work still in flight when its client hangs up."""
     last_id = json.loads(lines[-1])["id"]
     proc = subprocess.Popen([OURS, "--db", str(path), "mcp", *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env())
+                            stderr=subprocess.PIPE, env=server_env())
     proc.stdin.write(b"".join(lines))
     proc.stdin.flush()
     replies, watchdog = [], threading.Timer(120, proc.kill)  # a hang fails instead of blocking the suite
