@@ -16,7 +16,7 @@ from collections import Counter
 import fgraph
 from fgraph.bridges.sync import files as file_sync
 from tests.support import canaries
-from tests.torture.common import report, rng, size
+from tests.support.torture import report, rng, size
 
 PEOPLE = [f"p{i}" for i in range(8)]
 
