@@ -15,6 +15,8 @@ import os
 import click
 
 from fgraph.core.errors import ValueTypeError
+from fgraph.core.files import same_file
+from fgraph.core.limits import SYNC_BATCH, SYNC_INTERVAL
 from fgraph.bridges.sync import adapters, files as _sync
 from fgraph.cli.completion import PATH
 from fgraph.cli.base import DB_KEY, FiniteFloatRange, cli, common_options, print_result
@@ -87,10 +89,10 @@ Example: fgraph sync --from a.db --to {EXAMPLE_LOG} --create-stream
               help=f"A source store, opened read-only (repeat once per source), or one log URL ({adapters.url_forms()}).")
 @click.option("--to", "target", metavar="PATH", type=PATH,
               help=f"The target store, created if missing [default: --db], or a log URL ({adapters.url_forms()}).")
-@click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=_sync.DEFAULT_BATCH, show_default=True,
+@click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=SYNC_BATCH, show_default=True,
               help="At most N events per target transaction.")
 @click.option("--follow/--no-follow", default=False, help="Keep syncing new commits until Ctrl-C or SIGTERM.")
-@click.option("--interval", type=FiniteFloatRange(0.01, 3600), default=_sync.DEFAULT_INTERVAL, show_default=True,
+@click.option("--interval", type=FiniteFloatRange(0.01, 3600), default=SYNC_INTERVAL, show_default=True,
               help="Seconds between two polls of the sources with --follow.")
 @click.option("--create-stream", is_flag=True, default=None, help=_reads("create_stream", "create the log if it is missing."))
 @click.option("--replicas", type=click.IntRange(1, 5), help=_reads("replicas", "replicas of a created stream."))
@@ -116,7 +118,7 @@ def sync(ctx, sources, target, batch_size, follow, interval, create_stream, repl
         raise click.UsageError(f"--{given[0].replace('_', '-')} applies to a log URL only "
                                f"({adapters.url_forms(given[0])}), not to store files", ctx)
     explicit = ctx.meta.get(DB_KEY)
-    if target is not None and explicit is not None and not _sync.same_file(target, explicit):
+    if target is not None and explicit is not None and not same_file(target, explicit):
         raise click.UsageError(f"--to {target} and --db {explicit} name different targets", ctx)
     target = target if target is not None else resolve_db_path(explicit, os.environ)
     try:

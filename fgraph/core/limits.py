@@ -47,6 +47,7 @@ MAX_BATCH_SIZE = 10_000              # records of one batch of `add` or `import`
 IMPORT_BATCH = 500                   # records per transaction of `import` unless told
 SYNC_BATCH = 500                     # events per batch of `sync` unless told
 SYNC_INTERVAL = 0.5                  # seconds between two polls of `sync --follow` unless told
+SYNC_RETRY = 60.0                    # seconds a sync through a log retries an unavailable log before it gives up
 
 # issue 29 item 7 — what one request of `fgraph browse` may take (docs/browse.md, Limits)
 BROWSE_TIME_LIMIT_MS = 2000          # one statement, from its start to its last row (also Datasette's sql_time_limit_ms)

@@ -10,7 +10,7 @@ import pytest
 
 import fgraph
 from tests.support.clock import stepping_clock
-from fgraph.core.checks import is_strict_int, optional_int, strict_int
+from fgraph.core.checks import is_strict_int, optional_int, positive_number, strict_int
 from fgraph.core.errors import FormatError, QueryError, ValueTypeError
 
 PACKAGE = pathlib.Path(fgraph.__file__).parent
@@ -63,6 +63,19 @@ def test_optional_int_lets_none_through_and_checks_the_rest():
         optional_int(0, "incoming limit {value!r} is invalid", low=1)
 
 
+def test_positive_number_takes_a_finite_int_or_float_above_zero():
+    assert positive_number(0.5, "m") == 0.5 and positive_number(3, "m") == 3
+
+
+@pytest.mark.parametrize("value", [True, 0, -1, 0.0, -0.5, float("inf"), float("nan"), "1", None])
+def test_positive_number_refuses_the_rest_in_the_callers_words(value):
+    with pytest.raises(ValueTypeError) as caught:
+        positive_number(value, "interval={value!r} is invalid", "pass seconds, not {value!r}")
+    assert caught.value.message == f"interval={value!r} is invalid" and caught.value.hint == f"pass seconds, not {value!r}"
+    with pytest.raises(QueryError, match="^wait"):
+        positive_number(value, "wait {value!r}", error=QueryError)
+
+
 @pytest.fixture
 def db():
     database = fgraph.connect(":memory:", clock=stepping_clock())
@@ -88,6 +101,14 @@ def test_messages_pinned_elsewhere_are_unchanged(db):
     with pytest.raises(ValueTypeError) as caught:
         db.search(text="x", k=0)
     assert str(caught.value) == "search k=0 is invalid; use an integer from 1 through 100"
+    from fgraph.bridges.sync import files, log   # the options are checked before any store is opened
+    for sync in (lambda **o: files.sync(["a.db"], "b.db", **o), lambda **o: log.publish(["a.db"], None, **o)):
+        with pytest.raises(ValueTypeError) as caught:
+            sync(batch_size=0)
+        assert str(caught.value) == "batch_size=0 is invalid; pass a positive number of events"
+        with pytest.raises(ValueTypeError) as caught:
+            sync(interval=float("inf"))
+        assert str(caught.value) == "interval=inf is invalid; pass a positive, finite number of seconds"
     with pytest.raises(ValueTypeError) as caught:
         list(db.iter_events(since=63))
     assert str(caught.value) == "--since 63 is outside [64, 2^63-1]; pass a local transaction id (64 starts after genesis)"
@@ -105,8 +126,6 @@ INLINE = re.compile(r"isinstance\((?P<a>[\w\[\]\"'.]+), bool\) or not isinstance
 # its report (strict_int / is_strict_int with the same words). Remove each entry once applied.
 PENDING = {
     "bridges/importers/pipeline.py": "batch size check: handed over for issue 46",
-    "bridges/sync/files.py": "cursor tx and batch_size checks: handed over for issue 46",
-    "bridges/sync/log.py": "batch_size check: handed over for issue 46",
     "mcp/specs.py": "an argument's range: handed over for issue 46",
     "mcp/tools.py": "the cursor's basis/offset: handed over for issue 46",
     "mcp/wire.py": "the JSON-RPC id: handed over for issue 46",

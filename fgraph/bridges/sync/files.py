@@ -23,21 +23,19 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import math
 import os
 import time
 
-from fgraph.core.files import open_sidecar, read_sidecar, write_atomically
+from fgraph.core.files import open_sidecar, read_sidecar, same_file, write_atomically
 from fgraph.core.canonical import dumps, loads
-from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
-from fgraph.core.limits import GENESIS_TX
+from fgraph.core.checks import is_strict_int, positive_number, strict_int
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError, rewrap
+from fgraph.core.limits import GENESIS_TX, SYNC_BATCH, SYNC_INTERVAL
 from fgraph.ops.propagate import is_excision_line
 
 CURSOR_SUFFIX = ".sync.json"
 LOCK_SUFFIX = ".sync.lock"
 CURSOR_FORMAT = "fgraph-sync-cursor/1"
-DEFAULT_BATCH = 500
-DEFAULT_INTERVAL = 0.5
 STOP_CHECK = 0.05          # longest sleep between two looks at ``stop`` while idle
 
 NEW, RESUMED, RESCAN = "new", "resumed", "rescan"
@@ -46,16 +44,6 @@ NEW, RESUMED, RESCAN = "new", "resumed", "rescan"
 def cursor_path(target: str) -> str:
     """Where the positions of the sources synced into ``target`` are kept."""
     return str(target) + CURSOR_SUFFIX
-
-
-def same_file(a: str, b: str) -> bool:
-    """True when two paths name one file (symlinks and hard links included)."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def check_paths(sources, target: str) -> None:
@@ -95,7 +83,7 @@ class Source:
         if entry is None:
             return
         tx, event = entry.get("tx"), entry.get("event")
-        if not isinstance(tx, int) or isinstance(tx, bool) or tx < GENESIS_TX \
+        if not is_strict_int(tx) or tx < GENESIS_TX \
                 or not (event is None or isinstance(event, str)) or (event is None) != (tx == GENESIS_TX):
             raise FormatError(f"the sync cursor of {self.path!r} is damaged: {dumps(entry)[:200]}",
                               "delete the cursor file; sync then reads every source again, "
@@ -193,8 +181,8 @@ def _located(exc: FgraphError, source: Source, since: int, through: int) -> Fgra
     if source.stand_ins is not None and source.stand_ins.received_excisions():
         hint += (f"; if {source.path!r} has not yet carried out an excision this store has, it may still hold "
                  "what was erased: sync it from its own sources first, then retry (docs/forgetting.md F1)")
-    located = type(exc)(f"sync from {source.path!r} stopped at {where}; nothing of its batch was written, "
-                        f"the target has this source through tx {since}: {message}", hint)
+    located = rewrap(exc, message, before=f"sync from {source.path!r} stopped at {where}; nothing of its batch was "
+                     f"written, the target has this source through tx {since}: ", hint=hint)
     located.source, located.event, located.source_tx = source.path, event, tx
     return located
 
@@ -240,10 +228,10 @@ def _redacted(source: Source, target, tx: int, line: str) -> None:
     try:
         summary = target.apply_summary([remainder])
     except FgraphError as exc:
-        raise type(exc)(f"sync from {source.path!r} stopped at event {event} (source tx {tx}): the remainder "
-                        f"of that redacted event cannot be applied: {exc.message}",
-                        f"restore this store from a snapshot of the source (`fgraph --db {source.path} snapshot "
-                        "> s.ndjson`, then `fgraph --db NEW restore s.ndjson`) and sync into that") from None
+        raise rewrap(exc, before=f"sync from {source.path!r} stopped at event {event} (source tx {tx}): the "
+                     "remainder of that redacted event cannot be applied: ",
+                     hint=f"restore this store from a snapshot of the source (`fgraph --db {source.path} snapshot "
+                     "> s.ndjson`, then `fgraph --db NEW restore s.ndjson`) and sync into that") from exc
     source.counts["remainders"] += summary["applied"]
     source.counts["redacted_skipped"] += 1
 
@@ -270,7 +258,7 @@ def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
             try:
                 summary = target.apply_summary(iter(run), skip=source.stand_ins.covers)
             except FgraphError as exc:
-                raise _located(exc, source, since, through) from None
+                raise _located(exc, source, since, through) from exc
             read += run.count
             source.position = run.last[0]
             source.anchor = (source.position, _event_of(run.last[1]))
@@ -316,8 +304,8 @@ def _wait(seconds: float, stop) -> None:
         time.sleep(min(left, STOP_CHECK))
 
 
-def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
-         interval: float = DEFAULT_INTERVAL, stop=None) -> dict:
+def sync(sources, target: str, *, batch_size: int = SYNC_BATCH, follow: bool = False,
+         interval: float = SYNC_INTERVAL, stop=None) -> dict:
     """Apply every new event of each store in ``sources`` to ``target`` (created if missing).
 
     Without ``follow`` it returns once each source is synced up to its latest transaction at the
@@ -326,11 +314,8 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
     """
     sources = [str(s) for s in sources]
     target = str(target)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueTypeError(f"batch_size={batch_size!r} is invalid", "pass a positive number of events")
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not math.isfinite(interval) \
-            or interval <= 0:
-        raise ValueTypeError(f"interval={interval!r} is invalid", "pass a positive, finite number of seconds")
+    strict_int(batch_size, "batch_size={value!r} is invalid", "pass a positive number of events", low=1)
+    positive_number(interval, "interval={value!r} is invalid", "pass a positive, finite number of seconds")
     check_paths(sources, target)
     stop = stop or (lambda: False)
     from fgraph.db import connect  # here, not at the top: `fgraph --help` imports this module
@@ -342,7 +327,7 @@ def sync(sources, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool 
             try:
                 handle = stack.enter_context(connect(path, read_only=True))
             except FormatError as exc:
-                raise FormatError(f"source {path!r}: {exc.message}", "--from must name an fgraph store") from None
+                raise rewrap(exc, before=f"source {path!r}: ", hint="--from must name an fgraph store") from exc
             opened.append(Source(path, handle))
         # The lock and the cursor sit beside the file itself: a second name for the target (a
         # symbolic link) must meet the same lock, and no sidecar is written through a link. Both

@@ -31,14 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from fgraph.core.canonical import loads
-from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError
-from fgraph.core.limits import GENESIS_TX
+from fgraph.core.checks import positive_number, strict_int
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError, rewrap
+from fgraph.core.limits import GENESIS_TX, SYNC_BATCH, SYNC_INTERVAL, SYNC_RETRY
 from fgraph.ops.propagate import is_excision_line
 from fgraph.bridges.sync.forgetting import Consumer, publish_redacted
-
-DEFAULT_BATCH = 500
-DEFAULT_INTERVAL = 0.5
-DEFAULT_RETRY = 60.0       # seconds a run keeps retrying an unavailable log before it gives up
 
 
 class LogUnavailable(NotFound):
@@ -135,10 +132,8 @@ def _wait(seconds: float, stop) -> None:
 
 
 def _check(batch_size, interval) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueTypeError(f"batch_size={batch_size!r} is invalid", "pass a positive number of events")
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 < interval < float("inf"):
-        raise ValueTypeError(f"interval={interval!r} is invalid", "pass a positive, finite number of seconds")
+    strict_int(batch_size, "batch_size={value!r} is invalid", "pass a positive number of events", low=1)
+    positive_number(interval, "interval={value!r} is invalid", "pass a positive, finite number of seconds")
 
 
 class _Published:
@@ -172,8 +167,8 @@ class _Published:
                 "latest": self.db.latest_tx(), **self.counts, "excisions": self.excisions}
 
 
-def publish(sources, log: Log, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
-            interval: float = DEFAULT_INTERVAL, retry: float = DEFAULT_RETRY, stop=None) -> dict:
+def publish(sources, log: Log, *, batch_size: int = SYNC_BATCH, follow: bool = False,
+            interval: float = SYNC_INTERVAL, retry: float = SYNC_RETRY, stop=None) -> dict:
     """Append every event of each store in ``sources`` that ``log`` does not hold yet, in each
     store's commit order, the stores taking turns batch by batch; with ``follow``, keep going
     until ``stop()``. An unavailable log is retried for ``retry`` seconds, resuming from what
@@ -238,8 +233,8 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
     return count
 
 
-def consume(log: Log, target: str, *, batch_size: int = DEFAULT_BATCH, follow: bool = False,
-            interval: float = DEFAULT_INTERVAL, retry: float = DEFAULT_RETRY, stop=None) -> dict:
+def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool = False,
+            interval: float = SYNC_INTERVAL, retry: float = SYNC_RETRY, stop=None) -> dict:
     """Apply the log's events to ``target`` (created if missing) through the target's durable
     consumer, batch by batch, acknowledging each batch after its transaction commits. Without
     ``follow`` it returns once the consumer has nothing pending."""
@@ -264,8 +259,8 @@ def consume(log: Log, target: str, *, batch_size: int = DEFAULT_BATCH, follow: b
                 if isinstance(exc, LogUnavailable):
                     raise
                 _retrying(lambda: log.defer(records), retry, stop)
-                raise type(exc)(f"sync from {log.name!r} into {str(target)!r} stopped; nothing of this batch "
-                                f"after the last commit was acknowledged: {exc.message}", exc.hint) from None
+                raise rewrap(exc, before=f"sync from {log.name!r} into {str(target)!r} stopped; nothing of this "
+                             "batch after the last commit was acknowledged: ") from exc
             if done:
                 _retrying(lambda: log.ack(done), retry, stop)
             if later:
