@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from fgraph.core.limits import IMPORT_BATCH, MAX_BATCH_SIZE
 from fgraph.bridges.importers import pipeline as importing
 from fgraph.bridges.importers import registry
 from fgraph.cli.completion import PATH
@@ -65,7 +66,7 @@ class _ImportCommand(click.Command):
 @common_options
 @click.argument("fmt", metavar="FORMAT", type=_FormatChoice())
 @click.argument("file", metavar="FILE", type=PATH)
-@click.option("--batch-size", type=click.IntRange(1, importing.MAX_BATCH), default=importing.DEFAULT_BATCH,
+@click.option("--batch-size", type=click.IntRange(1, MAX_BATCH_SIZE), default=IMPORT_BATCH,
               show_default=True, help="Records per all-or-nothing write.")
 @click.option("--dry-run", is_flag=True, help="Check and count everything; write nothing.")
 @click.option("--strict", is_flag=True, help="Refuse the whole file, writing nothing, if any record would be skipped.")

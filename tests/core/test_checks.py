@@ -125,7 +125,6 @@ INLINE = re.compile(r"isinstance\((?P<a>[\w\[\]\"'.]+), bool\) or not isinstance
 # Modules another helper owns while issue 46 is under way; the replacements are handed over in
 # its report (strict_int / is_strict_int with the same words). Remove each entry once applied.
 PENDING = {
-    "bridges/importers/pipeline.py": "batch size check: handed over for issue 46",
     "mcp/specs.py": "an argument's range: handed over for issue 46",
     "mcp/tools.py": "the cursor's basis/offset: handed over for issue 46",
     "mcp/wire.py": "the JSON-RPC id: handed over for issue 46",

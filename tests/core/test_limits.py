@@ -91,12 +91,6 @@ SAME_NUMBER_OTHER_MEANING = {
     "query/search/entities.py:ROWS_PER_WORD": "rows read per search word",
     "bridges/importers/mirror.py:CHUNK_ITEMS": "retractions per event of a mirror import",
 }
-# Restatements in modules another helper owns while issue 46 is under way; the replacement (the
-# limits name) is handed over in the report. Remove each entry once applied.
-PENDING = {
-    "bridges/importers/pipeline.py:MAX_BATCH": "limits.MAX_BATCH_SIZE",
-    "bridges/importers/mirror.py:PAGE": "limits.DATOMS_MAX_LIMIT",
-}
 
 
 def _literal_int(node) -> int | None:
@@ -126,11 +120,7 @@ def option_number_restatements() -> list[str]:
 
 
 def test_option_numbers_come_from_limits():
-    assert [f for f in option_number_restatements() if f not in PENDING] == []
-
-
-def test_every_pending_restatement_is_still_there():
-    assert sorted(set(PENDING) - set(option_number_restatements())) == []
+    assert option_number_restatements() == []
 
 
 def test_the_check_sees_each_kind_of_restatement(monkeypatch):

@@ -30,10 +30,10 @@ import uuid
 from collections.abc import Iterator
 
 from fgraph.core.canonical import dumps
+from fgraph.core.limits import DATOMS_MAX_LIMIT
 from fgraph.bridges.importers.records import NAME, OBSERVATION, TYPE, event_uuid
 
 SINGLE_VALUED = (NAME, TYPE)
-PAGE = 1000                     # datoms per page (the most ``Db.datoms`` gives)
 CHUNK_ITEMS, CHUNK_BYTES = 1000, 1 << 20   # one retraction event stays far below the event cap
 RETRACTED_KINDS = ("entities", "facts", "observations", "relations")
 
@@ -88,7 +88,7 @@ class _Provenance:
 def _live(db, attr: str) -> Iterator[dict]:
     cursor = None
     while True:
-        page = db.datoms("avet", [attr], limit=PAGE, cursor=cursor)
+        page = db.datoms("avet", [attr], limit=DATOMS_MAX_LIMIT, cursor=cursor)
         yield from page["items"]
         cursor = page["next_cursor"]
         if cursor is None:

@@ -28,9 +28,10 @@ from fgraph.bridges.importers import mirror as import_mirror
 from fgraph.bridges.importers import registry
 from fgraph.bridges.importers.items import BadItem, ImportContext, Where, describe
 from fgraph.core.canonical import dumps
-from fgraph.core.errors import FgraphError, NotFound, ValueTypeError
+from fgraph.core.checks import strict_int
+from fgraph.core.errors import FgraphError, NotFound, ValueTypeError, rewrap
+from fgraph.core.limits import IMPORT_BATCH, MAX_BATCH_SIZE
 
-DEFAULT_BATCH, MAX_BATCH = 500, 10_000
 PROBLEM_LIST_CAP = 100  # the counts stay exact; the list of problems is capped
 OnItem = Callable[[Where], None]
 
@@ -38,7 +39,7 @@ OnItem = Callable[[Where], None]
 class ImportJob:
     """The options of one import, checked before any database is opened."""
 
-    def __init__(self, fmt: str, origin: str, *, batch_size: int = DEFAULT_BATCH, dry_run: bool = False,
+    def __init__(self, fmt: str, origin: str, *, batch_size: int = IMPORT_BATCH, dry_run: bool = False,
                  strict: bool = False, by=None, source=None, meta=None, has_meta: bool = False,
                  mirror: bool = False):
         self.importer = registry.importer(fmt)
@@ -49,8 +50,7 @@ class ImportJob:
             raise ValueTypeError("a mirror import from stdin needs a --source label",
                                  "name the source (--source LABEL) the same way every time: the label says "
                                  "which facts the file owns")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
-            raise ValueTypeError(f"batch size {batch_size!r} is out of range", f"use 1..{MAX_BATCH}")
+        strict_int(batch_size, "batch size {value!r} is out of range", "use {low}..{high}", low=1, high=MAX_BATCH_SIZE)
         self.fmt, self.origin, self.batch_size = fmt, origin, batch_size
         self.dry_run, self.strict, self.mirror = dry_run, strict, mirror
         self.by, self.source_label = by, source or origin
@@ -162,8 +162,8 @@ def _apply(db, job: ImportJob, batch: list, health: _Health) -> None:
     except FgraphError as exc:
         where = describe(batch[exc.line - 1][0]) if exc.line is not None and exc.line <= len(batch) else "a batch"
         message = exc.message.split(": ", 1)[1] if exc.line is not None else exc.message
-        raise type(exc)(f"{job.origin}: {where}: {message}; the batch with it was not written "
-                        f"({health.imported} records before it were)", exc.hint) from None
+        raise rewrap(exc, message, before=f"{job.origin}: {where}: ",
+                     after=f"; the batch with it was not written ({health.imported} records before it were)") from exc
     health.batches += 1
     # a dry run reports would-be applies as "new" and lists conflicts instead of raising
     health.imported += summary["new" if job.dry_run else "applied"] + summary["noop"]
@@ -253,8 +253,8 @@ class _MirrorRun:
         where = self.place(exc.line)
         shown = describe(where) if where is not None else "retracting what the file no longer holds"
         message = exc.message.split(": ", 1)[1] if exc.line is not None else exc.message
-        return type(exc)(f"{self.job.origin}: {shown}: {message}; nothing was written (a mirror import is one "
-                         "write)", exc.hint)
+        return rewrap(exc, message, before=f"{self.job.origin}: {shown}: ",
+                      after="; nothing was written (a mirror import is one write)")
 
 
 def _run_mirror(db, job: ImportJob, context: ImportContext, data: DataSource, on_item: OnItem | None) -> dict:
@@ -266,7 +266,7 @@ def _run_mirror(db, job: ImportJob, context: ImportContext, data: DataSource, on
         try:
             summary = db.apply_summary(run.lines(), dry_run=job.dry_run)
         except FgraphError as exc:
-            raise run.failed(exc) from None
+            raise run.failed(exc) from exc
         health.batches = 1
         for conflict in summary.get("conflicts", ()):
             health.problem(run.place(conflict["line"]) or 0, "conflict", conflict["message"])
