@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-# NATS_SERVER: until the torture family imports it from tests.support.nats; server: a fixture, used by name
-from tests.support.nats import NATS_SERVER, NatsServer, free_port, needs_server, server, wait_for  # noqa: F401
-from tests.support.syncing import FGRAPH, SOURCES, assert_fan_in, cli, consume, env, publish, tail, write_sources
+from tests.support.nats import NatsServer, free_port, needs_server
+from tests.support.syncing import (FGRAPH, SOURCES, assert_fan_in, cli, consume, env, publish, tail, wait_for,
+                                   write_sources)
 
 
 def stop_following(procs: list[subprocess.Popen]) -> list[tuple[bytes, bytes]]:

@@ -18,9 +18,7 @@ import pytest
 import fgraph
 from fgraph.core.errors import Conflict, ValueTypeError
 from fgraph.cli import main as cli
-# is_subsequence and records: until the torture family imports them from tests.support.syncing
-from tests.support.syncing import (FGRAPH, KEYS, SOURCES, assert_fan_in, env, fg, is_subsequence, records,  # noqa: F401
-                                   state, sync, tail, write_sources)
+from tests.support.syncing import FGRAPH, SOURCES, assert_fan_in, env, fg, state, sync, tail, wait_for, write_sources
 
 
 # ----------------------------------------------------------------- fan-in and re-run
@@ -147,9 +145,9 @@ def test_follow_picks_up_new_commits_and_stops_cleanly_on_sigterm(tmp_path):
                              "--to", "central.db", "--follow", "--interval", "0.05"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
     try:
-        wait_for(lambda: len(tail_if_synced(tmp_path / "central.db")) == 9)
+        wait_for(lambda: len(tail_if_synced(tmp_path / "central.db")) == 9, 30)
         fg("--db", "b.db", "add", '{"id":"late","item/v":1}', cwd=tmp_path, seed="src-b-late")
-        wait_for(lambda: has_entity(tmp_path / "central.db", "late"))
+        wait_for(lambda: has_entity(tmp_path / "central.db", "late"), 30)
         second = sync(tmp_path, check=False)               # one syncer per target
         assert second.returncode == 1 and second.stderr.decode().startswith("Conflict: another `fgraph sync`")
     finally:
@@ -161,13 +159,6 @@ def test_follow_picks_up_new_commits_and_stops_cleanly_on_sigterm(tmp_path):
     assert [r["position"] == r["latest"] for r in summary["sources"]] == [True] * 3
     assert sync(tmp_path)["events"] == 0                   # the cursor was saved
     assert_fan_in(tmp_path)
-
-
-def wait_for(condition, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def tail_if_synced(path: Path) -> list[str]:

@@ -24,9 +24,9 @@ import fgraph
 from fgraph.bridges.sync import files as file_sync
 from fgraph.bridges.sync.adapters import memory
 from fgraph.core.canonical import dumps
-from tests.support.nats import needs_server, server  # noqa: F401 - the fixture is used by name
+from tests.support import canaries, syncing
+from tests.support.nats import needs_server
 from tests.support.syncing import FGRAPH, env
-from tests.support import canaries
 
 
 def history(path: Path, others: int = 6) -> None:
@@ -212,9 +212,8 @@ def test_a_receiver_killed_during_the_propagated_excision_is_reported_and_conver
 # ----------------------------------------------------------------- through NATS JetStream
 
 def cli(*args, cwd) -> dict:
-    proc = subprocess.run([FGRAPH, "--json", *map(str, args)], cwd=cwd, env=env(), capture_output=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr.decode()
-    return json.loads(proc.stdout)
+    """What ``fgraph --json ARGS`` reports, run by tests/support/syncing.cli with five minutes allowed."""
+    return json.loads(syncing.cli("--json", *args, cwd=cwd, timeout=300).stdout)
 
 
 @needs_server

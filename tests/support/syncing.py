@@ -1,18 +1,18 @@
 """What the tests of ``fgraph sync`` share (store files and message logs alike): the CLI, a clean
-environment, source stores written by separate processes, tails and the fan-in check."""
+environment, source stores written by separate processes, tails, the fan-in check and polling."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 import fgraph
+from tests.support.cli import FGRAPH, CliResult, run_cli
 
-FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 SOURCES = ("a", "b", "c")
 KEYS = 20            # entities per source; each event re-asserts one, so a store's order decides its values
 
@@ -23,12 +23,13 @@ def env(**extra) -> dict:
     return out
 
 
-def fg(*args, cwd, seed="sync-tests", check=True, input=None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([FGRAPH, *map(str, args)], cwd=cwd, env=env(FGRAPH_EVENT_SEED=seed), input=input,
-                          capture_output=True, timeout=120)
+def fg(*args, cwd, seed="sync-tests", check=True, input=None, timeout: float = 120) -> CliResult:
+    """``fgraph ARGS`` in ``cwd`` through ``run_cli``, with no FGRAPH_* setting but the event ``seed``;
+    the output as bytes. ``check`` fails the test on a non-zero exit, with stderr as the message."""
+    result = run_cli(*args, cwd=cwd, env=env(FGRAPH_EVENT_SEED=seed), input=input, text=False, timeout=timeout)
     if check:
-        assert proc.returncode == 0, proc.stderr.decode()
-    return proc
+        assert result.returncode == 0, result.stderr.decode()
+    return result
 
 
 def records(name: str, first: int, count: int) -> bytes:
@@ -78,12 +79,21 @@ def assert_fan_in(tmp: Path, target: str = "central.db", names=SOURCES) -> None:
         assert is_subsequence(tail(tmp / f"{n}.db"), central)  # and in its source's order
 
 
-def cli(*args, cwd, check=True, extra_env=None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([FGRAPH, *map(str, args)], cwd=cwd, env={**env(), **(extra_env or {})},
-                          capture_output=True, timeout=120)
+def cli(*args, cwd, check=True, extra_env=None, timeout: float = 120) -> CliResult:
+    """``fgraph ARGS`` in ``cwd`` through ``run_cli``, with no FGRAPH_* setting but ``extra_env``; the output
+    as bytes. ``check`` fails the test on a non-zero exit, with stderr as the message."""
+    result = run_cli(*args, cwd=cwd, env={**env(), **(extra_env or {})}, text=False, timeout=timeout)
     if check:
-        assert proc.returncode == 0, proc.stderr.decode()
-    return proc
+        assert result.returncode == 0, result.stderr.decode()
+    return result
+
+
+def wait_for(condition, timeout: float = 60, what: str = "condition") -> None:
+    """Polls ``condition`` until it holds; fails the test after ``timeout`` seconds, naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
 
 
 def publish(tmp: Path, url: str, *extra, names=SOURCES, **kw) -> dict:

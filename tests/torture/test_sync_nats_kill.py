@@ -14,10 +14,8 @@ from collections import Counter
 import pytest
 
 from tests.support.nats import NATS_SERVER, NatsServer
-from tests.support.syncing import env, is_subsequence, tail, write_sources
+from tests.support.syncing import SOURCES, env, is_subsequence, tail, write_sources
 from tests.support.torture import FGRAPH, report, rng, size, verdict, wait_for
-
-SOURCES = ("a", "b", "c")
 
 
 def _start(args, cwd) -> subprocess.Popen:
