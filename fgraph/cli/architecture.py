@@ -16,7 +16,6 @@ whole package.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import pathlib
@@ -31,10 +30,10 @@ WINGS = ("cli", "mcp", "bridges", "db", "ops", "query", "streams", "core")
 
 # A sentence ends at . ! or ? followed by the end or by a space and what can start a sentence;
 # "e.g." and its kind do not end one.
-_SENTENCE_END = re.compile(r"[.!?](?=\s*$|\s+[A-Z`(\"'*_])")
+_SENTENCE_END = re.compile(r"[.!?](?=\s*\Z|\s+[A-Z`(\"'*_])")
 _ABBREVIATIONS = ("e.g", "i.e", "etc", "cf", "vs")
 # A group line of a package docstring: "- label: ``module``, ``module``" (continued lines indented).
-_GROUP = re.compile(r"^- (?P<label>[^:`]+): (?P<names>``\w+``(?:,\s*``\w+``)*)[.;]?$")
+_GROUP = re.compile(r"^- (?P<label>[^:`]+): (?P<names>``\w+``(?:,\s*``\w+``)*)[.;]?\Z")
 
 
 @dataclasses.dataclass
@@ -176,26 +175,20 @@ def render(package: pathlib.Path = PACKAGE) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def _block():
+    # ``core.docblocks`` splices it; imported when used, so importing the generator loads nothing
+    # of the package it describes (tests/cli/test_architecture.py)
+    from fgraph.core.docblocks import DocBlock
+    return DocBlock(BEGIN, END)
+
+
 def spliced(document: str, generated: str) -> str:
-    """``document`` with the text between the markers replaced (markers appended when missing)."""
-    if BEGIN in document and END in document:
-        head, rest = document.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        return f"{head}{BEGIN}\n\n{generated}\n{END}{tail}"
-    return f"{document.rstrip()}\n\n{BEGIN}\n\n{generated}\n{END}\n"
+    """``document`` with the map between the markers replaced (markers appended when missing)."""
+    return _block().spliced(document, generated)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Print or write the generated module map of docs/architecture.md.")
-    parser.add_argument("--write", metavar="MARKDOWN", help="splice the map into this file")
-    args = parser.parse_args(argv)
-    generated = render()
-    if args.write is None:
-        sys.stdout.write(generated)
-        return 0
-    path = pathlib.Path(args.write)
-    path.write_text(spliced(path.read_text(encoding="utf-8"), generated), encoding="utf-8")
-    return 0
+    return _block().main(argv, render, what="the generated module map of docs/architecture.md")
 
 
 if __name__ == "__main__":
