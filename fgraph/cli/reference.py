@@ -6,14 +6,16 @@ it cannot drift from them (``tests/cli/test_cli_conventions.py`` regenerates and
 
 from __future__ import annotations
 
-import argparse
-import pathlib
 import sys
 
 import click
 
+from fgraph.core.docblocks import DocBlock
+
 BEGIN = "<!-- BEGIN GENERATED REFERENCE: python -m fgraph.cli.reference --write docs/cli.md -->"
 END = "<!-- END GENERATED REFERENCE -->"
+BLOCK = DocBlock(BEGIN, END)
+spliced = BLOCK.spliced   # docs/cli.md with the reference between the markers replaced
 
 
 def render(group: click.Group) -> str:
@@ -64,27 +66,9 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def spliced(document: str, reference: str) -> str:
-    """``document`` with the text between the markers replaced (markers appended when missing)."""
-    if BEGIN in document and END in document:
-        head, rest = document.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        return f"{head}{BEGIN}\n\n{reference}\n{END}{tail}"
-    return f"{document.rstrip()}\n\n{BEGIN}\n\n{reference}\n{END}\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     from fgraph.cli.main import cli
-    parser = argparse.ArgumentParser(description="Print or write the generated CLI reference.")
-    parser.add_argument("--write", metavar="MARKDOWN", help="splice the reference into this file")
-    args = parser.parse_args(argv)
-    reference = render(cli)
-    if args.write is None:
-        sys.stdout.write(reference)
-        return 0
-    path = pathlib.Path(args.write)
-    path.write_text(spliced(path.read_text(encoding="utf-8"), reference), encoding="utf-8")
-    return 0
+    return BLOCK.main(argv, lambda: render(cli), what="the generated CLI reference")
 
 
 if __name__ == "__main__":

@@ -7,14 +7,15 @@ compares).
 
 from __future__ import annotations
 
-import argparse
-import pathlib
 import sys
 
+from fgraph.core.docblocks import DocBlock
 from fgraph.mcp.specs import TOOLS, Param, ToolSpec
 
 BEGIN = "<!-- BEGIN GENERATED TOOLS: python -m fgraph.mcp.reference --write docs/mcp.md -->"
 END = "<!-- END GENERATED TOOLS -->"
+BLOCK = DocBlock(BEGIN, END)
+spliced = BLOCK.spliced   # docs/mcp.md with the table between the markers replaced
 _TYPES = {(): "any JSON", ("string",): "string", ("integer",): "integer", ("boolean",): "boolean",
           ("object",): "object", ("array",): "array"}
 
@@ -67,26 +68,8 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def spliced(document: str, reference: str) -> str:
-    """``document`` with the text between the markers replaced (markers appended when missing)."""
-    if BEGIN in document and END in document:
-        head, rest = document.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        return f"{head}{BEGIN}\n\n{reference}\n{END}{tail}"
-    return f"{document.rstrip()}\n\n{BEGIN}\n\n{reference}\n{END}\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Print or write the generated MCP tool table.")
-    parser.add_argument("--write", metavar="MARKDOWN", help="splice the table into this file")
-    args = parser.parse_args(argv)
-    reference = render()
-    if args.write is None:
-        sys.stdout.write(reference)
-        return 0
-    path = pathlib.Path(args.write)
-    path.write_text(spliced(path.read_text(encoding="utf-8"), reference), encoding="utf-8")
-    return 0
+    return BLOCK.main(argv, render, what="the generated MCP tool table")
 
 
 if __name__ == "__main__":
