@@ -10,10 +10,8 @@ WAL: the case where SQLite's immutable mode would show a stale store.
 from __future__ import annotations
 
 import hashlib
-import html.parser
 import importlib.util
 import json
-import os
 import select
 import signal
 import socket
@@ -22,9 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -32,11 +28,10 @@ import pytest
 import fgraph
 from fgraph.core import limits
 from fgraph.query.browse import sql as browse_sql
+from tests.support.browse import browse_env, build_store, cli, fetch, page, rows_at, start_browse, stop, texts
 
 needs_datasette = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
                                      reason="Datasette is not installed (pip install -e '.[test,browse]')")
-CLI = [sys.executable, "-m", "fgraph.cli.main"]
-START_TIMEOUT = 60   # seconds for the server to print its URL (Datasette imports take a while on a busy machine)
 
 # The holder: opens the store writable, commits one transaction, and keeps the file (and its WAL) open,
 # committing one more map for every JSON line it reads; it prints the tx of each commit.
@@ -47,10 +42,6 @@ with fgraph.connect(sys.argv[1]) as db:
     for line in sys.stdin:
         print(db.transact(json.loads(line))["tx"], flush=True)
 """
-
-
-def clean_env() -> dict:
-    return {k: v for k, v in os.environ.items() if not k.startswith("FGRAPH_")}
 
 
 class Server:
@@ -66,50 +57,12 @@ class Server:
         return int(self.holder.stdout.readline())
 
 
-def build_store(path: Path) -> dict:
-    """Several entities, a ref, an instant, a retraction, by/source: the reports by name."""
-    with fgraph.connect(str(path)) as db:
-        reports = {"declare": db.declare("person/friend", type="ref")}
-        reports["ada"] = db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815},
-                                     by="ada-importer", source="notes/ada.md")
-        reports["charles"] = db.transact({"id": "charles", "person/name": "Charles Babbage",
-                                          "person/friend": {"ref": "ada"},
-                                          "person/seen": {"instant": "2026-01-02T03:04:05.5Z"}})
-        reports["retract"] = db.transact(["retract", "ada", "person/born", 1815], by="editor")
-        reports["born"] = db.transact({"id": "ada", "person/born": 1816})
-    return reports
-
-
-def start_browse(path: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([*CLI, "--db", str(path), "browse", "--port", "0", *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=clean_env())
-    ready, _, _ = select.select([proc.stdout], [], [], START_TIMEOUT)
-    line = proc.stdout.readline().strip() if ready else ""
-    if not line.startswith("http://"):
-        stop(proc)
-        raise AssertionError(f"browse printed no URL: {line!r}; stderr: {proc.stderr.read()[-2000:]}")
-    return proc, line
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)  # uvicorn's graceful shutdown
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     path = tmp_path_factory.mktemp("browse") / "team.fgraph"
     reports = build_store(path)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=clean_env())
+                              stdout=subprocess.PIPE, text=True, env=browse_env())
     browse = None
     try:
         reports["grace"] = {"tx": int(holder.stdout.readline())}
@@ -134,66 +87,6 @@ def sql_server(server):
 
 
 # ----------------------------------------------------------------- fetching and reading pages
-
-def fetch(url: str, method: str = "GET", body: bytes | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(url, data=body, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read().decode("utf-8")
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, error.read().decode("utf-8", "replace")
-
-
-class _Rows(html.parser.HTMLParser):
-    """The rows of Datasette's results table: per row, column → (text, href of its first link)."""
-
-    def __init__(self):
-        super().__init__()
-        self.rows: list[dict] = []
-        self.in_body = False
-        self.cell: str | None = None
-        self.text, self.href = "", None
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "tbody":
-            self.in_body = True
-        elif tag == "tr" and self.in_body:
-            self.rows.append({})
-        elif tag == "td" and self.in_body:
-            self.cell = (attrs.get("class") or "").removeprefix("col-")
-            self.text, self.href = "", None
-        elif tag == "a" and self.cell is not None and self.href is None:
-            self.href = attrs.get("href")
-
-    def handle_endtag(self, tag):
-        if tag == "tbody":
-            self.in_body = False
-        elif tag == "td" and self.cell is not None:
-            self.rows[-1][self.cell] = (self.text.strip().replace("\xa0", ""), self.href)
-            self.cell = None
-
-    def handle_data(self, data):
-        if self.cell is not None:
-            self.text += data
-
-
-def page(server: Server, query: str, **params) -> list[dict]:
-    return rows_at(f"{server.url}/{query}?{urllib.parse.urlencode(params)}")
-
-
-def rows_at(url: str) -> list[dict]:
-    status, text = fetch(url)
-    assert status == 200, text[-2000:]
-    parser = _Rows()
-    parser.feed(text)
-    return parser.rows
-
-
-def texts(rows: list[dict], *columns: str) -> list[tuple]:
-    return [tuple(row[c][0] for c in columns) for row in rows]
-
 
 def file_state(path: Path) -> dict:
     """SHA-256 of the store and its WAL (None where absent); the -shm is readers' scratch space."""
@@ -584,23 +477,18 @@ except sqlite3.OperationalError as exc:
     print("refused")
 """
     result = subprocess.run([sys.executable, "-c", code, _store(tmp_path)], capture_output=True, text=True,
-                            env=clean_env(), timeout=120)
+                            env=browse_env(), timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "refused", result.stderr[-2000:]
 
 
 # ----------------------------------------------------------------- the command's errors
 
-def run_cli(*args: str, code: str | None = None) -> subprocess.CompletedProcess:
-    command = [*CLI, *args] if code is None else [sys.executable, "-c", code, *args]
-    return subprocess.run(command, capture_output=True, text=True, env=clean_env(), timeout=120)
-
-
 def test_a_missing_file_is_not_found_and_a_foreign_file_a_format_error(tmp_path):
-    missing = run_cli("--db", str(tmp_path / "none.fgraph"), "browse", "--port", "0")
+    missing = cli("--db", str(tmp_path / "none.fgraph"), "browse", "--port", "0")
     assert missing.returncode == 1 and missing.stderr.startswith("NotFound: "), missing.stderr
     assert not (tmp_path / "none.fgraph").exists()
     (tmp_path / "notes.txt").write_text("not a database\n")
-    foreign = run_cli("--db", str(tmp_path / "notes.txt"), "browse", "--port", "0")
+    foreign = cli("--db", str(tmp_path / "notes.txt"), "browse", "--port", "0")
     assert foreign.returncode == 1 and foreign.stderr.startswith("FormatError: "), foreign.stderr
 
 
@@ -610,7 +498,7 @@ def test_without_datasette_the_error_names_the_extra(tmp_path):
         pass
     hide_datasette = ("import sys; sys.modules['datasette'] = None; from fgraph.cli.main import main; "
                       "main(sys.argv[1:])")
-    result = run_cli("--db", str(path), "browse", "--port", "0", code=hide_datasette)
+    result = cli("--db", str(path), "browse", "--port", "0", code=hide_datasette)
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith("Unsupported: ") and "pip install 'fgraph[browse]'" in result.stderr
 
@@ -623,7 +511,7 @@ def test_a_taken_port_is_a_clear_error(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
-        result = run_cli("--db", str(path), "browse", "--port", str(taken.getsockname()[1]))
+        result = cli("--db", str(path), "browse", "--port", str(taken.getsockname()[1]))
     assert result.returncode == 1 and "cannot listen on" in result.stderr and "--port 0" in result.stderr
 
 

@@ -16,12 +16,12 @@ import importlib.util
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.bridges.test_browse_app import CLI, clean_env, start_browse, stop
+from tests.support.browse import CLI, browse_env, start_browse, stop
+from tests.support.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "import"
@@ -55,8 +55,7 @@ def store(tmp_path_factory) -> Path:
     for args in (["import", "mcp-memory", str(FIXTURES / "mcp-memory.jsonl"), "--by", "alice",
                   "--source", "memory.jsonl", "--meta", json.dumps(META)],
                  ["import", "jsonl-log", str(FIXTURES / "decisions.clean.jsonl"), "--by", "bob"]):
-        subprocess.run([*CLI, "--db", str(path), *args], check=True, capture_output=True, timeout=120,
-                       env=clean_env())
+        run_cli(*args, db=path, executable=CLI, env=browse_env(), check=True)
     return path
 
 

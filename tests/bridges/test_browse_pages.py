@@ -13,7 +13,7 @@ import urllib.parse
 
 import pytest
 
-from tests.bridges.test_browse_app import build_store, fetch, page, start_browse, stop, texts
+from tests.support.browse import build_store, fetch, page, start_browse, stop, texts
 
 needs_datasette = pytest.mark.skipif(importlib.util.find_spec("datasette") is None,
                                      reason="Datasette is not installed (pip install -e '.[test,browse]')")
