@@ -88,9 +88,7 @@ from fgraph.core import connection  # noqa: E402
 from fgraph.core.txn import read_transaction  # noqa: E402
 from fgraph.ops import doctor  # noqa: E402
 from tests.support.peerlib import peer_executable  # noqa: E402
-from tests.ops.test_doctor import DAMAGE, copy_of, damage, template  # noqa: E402,F401 - template is a fixture
-from tests.ops.test_doctor_asserted_lines import ASSERTING_DAMAGE, DECIDED  # noqa: E402
-from tests.ops.test_doctor_worker import retract_side_damage  # noqa: E402
+from tests.support.damage import ASSERTING_DAMAGE, DAMAGE, DECIDED, copy_of, damage, retract_side_damage  # noqa: E402
 
 WRONG_DIGEST = "0" * 64
 VERIFIED = ["clean", "retracting side", "wrong digest", "fact value rewritten", "fact moved to another entity",

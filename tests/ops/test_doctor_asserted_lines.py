@@ -15,32 +15,9 @@ from fgraph.ops.doctor.agreement import FactWalk
 from fgraph.ops.doctor.asserted_lines import AssertedLines, Undecided
 from fgraph.ops.doctor.checkup import Checkup
 from fgraph.streams.snapshot import iter_snapshot, logical_digest
-from tests.ops.test_doctor import DAMAGE, FIRST, INT_FACT, LAST, copy_of, damage, template  # noqa: F401 - a fixture
+from tests.support.damage import ASSERTING_DAMAGE, DAMAGE, DECIDED, copy_of, damage
 
-LAST_FACT = "(SELECT max(id) FROM fgraph_facts WHERE e <> tx AND tx > 64)"
-# Damage the asserting walk sees: each fact then disagrees with (or is missing from) its event.
-ASSERTING_DAMAGE = {
-    "provenance rewritten": ["UPDATE fgraph_facts SET v = 'someone else' WHERE a = 2"],
-    "transaction meta rewritten": ["UPDATE fgraph_facts SET v = '{\"k\":2.5}' WHERE a = 4"],
-    "transaction fact rewritten": ["UPDATE fgraph_facts SET v = 'other' WHERE a = (SELECT id FROM fgraph_ids "
-                                   "WHERE name = 'audit/tag')"],
-    "int becomes a float": [f"UPDATE fgraph_facts SET t = 3, v = v + 0.25 WHERE id = {INT_FACT}"],
-    "ref retargeted": ["UPDATE fgraph_facts SET v = (SELECT id FROM fgraph_ids WHERE name = 'bob') WHERE t = 0 "
-                       "AND tx > 64 AND e <> tx"],
-    "json value rewritten": ["UPDATE fgraph_facts SET v = '{\"k\":[2.5,null]}' WHERE t = 10 AND tx > 64"],
-    "excision marker moved": ["UPDATE fgraph_facts SET e = tx - 1 WHERE a = 11"],
-    # out of transaction order: the pass looks the event up, as the walk does
-    "fact moved to an earlier transaction": [f"UPDATE fgraph_facts SET tx = {FIRST} WHERE id = {LAST_FACT}"],
-    "fact moved past the latest event": [f"UPDATE fgraph_facts SET tx = {LAST} + 1 WHERE id = {LAST_FACT}"],
-    "asserting payload redacted": [f"UPDATE fgraph_events SET event_data = NULL WHERE tx = {LAST}"],
-    "attribute loses its name": ["UPDATE fgraph_ids SET name = NULL, gid = randomblob(16) WHERE name = 'p/age'"],
-}
 CASES = ["clean", *DAMAGE, *ASSERTING_DAMAGE]
-# The pass must decide these itself (the walk on clean stores and asserting-side damage).
-DECIDED = ["clean", "fact value rewritten", "fact moved to another entity", "provenance rewritten",
-           "transaction meta rewritten", "transaction fact rewritten", "int becomes a float", "ref retargeted",
-           "json value rewritten", "excision marker moved", "fact moved to an earlier transaction",
-           "asserting payload redacted"]
 
 
 def both_ways(path: str):

@@ -12,7 +12,7 @@ import pytest
 
 import fgraph
 from fgraph.ops.doctor import worker as worker_module
-from tests.ops.test_doctor import DAMAGE, copy_of, damage, template  # noqa: F401 - template is a fixture
+from tests.support.damage import DAMAGE, copy_of, damage, retract_side_damage
 
 CASES = ["fact value rewritten", "rx not a transaction", "shape required attribute gone", "event_data tampered",
          "cardinality-one broken", "next_id too high"]
@@ -28,12 +28,6 @@ def single_process(path: str, monkeypatch):
         mp.setattr(worker_module, "MIN_BYTES", 1 << 62)
         mp.setattr("fgraph.ops.doctor.checkup.worth_it", lambda path: False)
         return diagnosis(path)
-
-
-def retract_side_damage(path: str) -> None:
-    """A retracted fact moved to a retracting event that never mentions it."""
-    damage(path, ["UPDATE fgraph_facts SET rx = (SELECT max(tx) FROM fgraph_events) WHERE id = "
-                  "(SELECT min(id) FROM fgraph_facts WHERE rx IS NOT NULL AND tx > 64 AND a > 18)"])
 
 
 @pytest.mark.parametrize("case", ["clean", "retracting side", *CASES])
