@@ -17,6 +17,7 @@ import pytest
 import fgraph
 from fgraph.core.values import parse_instant
 from fgraph.bridges.importers.records import relation_attribute
+from tests.support.cli import run_cli_json
 from tests.support.paths import FIXTURES as ALL_FIXTURES
 
 FIXTURES = ALL_FIXTURES / "import"
@@ -24,14 +25,11 @@ MEMORY = FIXTURES / "mcp-memory.jsonl"
 DECISIONS = FIXTURES / "decisions.jsonl"
 CLEAN = FIXTURES / "decisions.clean.jsonl"
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
-CLOCK = "1767225600000000"
 
 
 def fgraph_cli(db: Path, *args, stdin: bytes | None = None, **env) -> tuple[int, object, str]:
-    proc = subprocess.run([FGRAPH, "--db", str(db), "--json", *map(str, args)], input=stdin, capture_output=True,
-                          env={"FGRAPH_CLOCK": CLOCK, "FGRAPH_EVENT_SEED": "import-tests", **env}, timeout=120)
-    out = proc.stdout.decode()
-    return proc.returncode, (json.loads(out) if out.strip() else None), proc.stderr.decode()
+    """``run_cli_json`` with this module's event seed."""
+    return run_cli_json(db, *args, seed="import-tests", stdin=stdin, **env)
 
 
 def q(db: Path, query: dict) -> list:

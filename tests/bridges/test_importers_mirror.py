@@ -7,8 +7,6 @@ that is not a record, or a record the store refuses, leaves the store exactly as
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +16,9 @@ from fgraph.bridges.add.data_source import open_data
 from fgraph.bridges.importers.records import relation_attribute
 from fgraph.bridges.importers.pipeline import ImportJob, run_import
 from fgraph.core.errors import FgraphError, ValueTypeError
+from tests.support.cli import run_cli, run_cli_json
 from tests.support.paths import FIXTURES
 
-FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 CLOCK = 1767225600000000
 MEMORY = FIXTURES / "import" / "mcp-memory.jsonl"
 
@@ -51,14 +49,12 @@ def load(db, path: Path, *, mirror: bool = True, **options) -> dict:
 
 
 def fgraph_cli(db: Path, *args, stdin: bytes | None = None) -> tuple[int, object, str]:
-    proc = subprocess.run([FGRAPH, "--db", str(db), "--json", *map(str, args)], input=stdin, capture_output=True,
-                          env={"FGRAPH_CLOCK": str(CLOCK), "FGRAPH_EVENT_SEED": "mirror-tests"}, timeout=120)
-    out = proc.stdout.decode()
-    return proc.returncode, (json.loads(out) if out.strip() else None), proc.stderr.decode()
+    """``run_cli_json`` with this module's event seed."""
+    return run_cli_json(db, *args, seed="mirror-tests", stdin=stdin)
 
 
 def snapshot(db: Path) -> bytes:
-    return subprocess.run([FGRAPH, "--db", str(db), "snapshot"], capture_output=True, check=True).stdout
+    return run_cli("snapshot", db=db, text=False, check=True).stdout
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import shlex
 
 import click
 import pytest
-from click.testing import CliRunner
 
 import fgraph
 from fgraph.bridges.add.data_source import BadLine, open_data
@@ -20,8 +19,9 @@ from fgraph.bridges.importers import registry
 from fgraph.bridges.importers.items import BadItem, Item
 from fgraph.bridges.importers.pipeline import ImportJob, run_import
 from fgraph.bridges.importers.records import EventBuilder, event_uuid
-from fgraph.cli.main import cli, run
+from fgraph.cli.main import cli
 from fgraph.core.errors import Conflict, NotFound, ValueTypeError
+from tests.support.cli import invoke_cli
 
 
 def note_event(name: str, text: str, context, where, fmt: str) -> dict:
@@ -85,13 +85,6 @@ def formats():
     assert list(registry.FORMATS) == ["mcp-memory", "jsonl-log"]
 
 
-def cli_run(*argv) -> tuple[int, str, str]:
-    """The real CLI, in this process (so it sees the formats registered here), through its exit codes."""
-    with CliRunner().isolation() as (out, err, _):
-        code = run(list(argv))
-        return code, out.getvalue().decode(), err.getvalue().decode()
-
-
 def test_a_registered_format_runs_through_the_pipeline(formats, tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("ada: wrote the first program\n\nno colon here\nbabbage: built engines\n"
@@ -131,16 +124,16 @@ def test_the_cli_offers_documents_and_runs_a_registered_format(formats, tmp_path
     notes = tmp_path / "notes.txt"
     notes.write_text("ada: counted in base 10\nnonsense\n", encoding="utf-8")
     db = str(tmp_path / "c.db")
-    code, out, err = cli_run("--db", db, "--json", "import", "lines-of-text", str(notes))
+    code, out, err = invoke_cli(["--db", db, "--json", "import", "lines-of-text", str(notes)])
     assert code == 0, err
     health = json.loads(out)
     assert (health["format"], health["imported"], health["problems"][0]["line"]) == ("lines-of-text", 1, 2)
     with fgraph.connect(db, read_only=True) as handle:
         assert handle.entity("ada")["note/text"] == ["counted in base 10"]
-    code, out, _ = cli_run("import", "--help")
+    code, out, _ = invoke_cli(["import", "--help"])
     assert code == 0 and LinesOfText.description in out and LinesOfText.example in out
     assert Paragraphs.description in out and Paragraphs.example in out
-    code, _, err = cli_run("--db", db, "import", "csv", str(notes))
+    code, _, err = invoke_cli(["--db", db, "import", "csv", str(notes)])
     assert code == 2 and "'lines-of-text', 'paragraphs'" in err
     command = cli.get_command(click.Context(cli), "import")
     fmt = next(param for param in command.params if param.name == "fmt")
@@ -155,7 +148,7 @@ def test_mirror_is_refused_for_a_format_that_does_not_support_it(formats, tmp_pa
     assert "without --mirror" in refused.value.hint
     notes = tmp_path / "notes.txt"
     notes.write_text("ada: x\n", encoding="utf-8")
-    code, out, err = cli_run("--db", str(tmp_path / "m.db"), "import", "lines-of-text", str(notes), "--mirror")
+    code, out, err = invoke_cli(["--db", str(tmp_path / "m.db"), "import", "lines-of-text", str(notes), "--mirror"])
     assert code == 1 and out == "" and err.startswith("TypeError: --mirror is for mcp-memory files")
     assert "Traceback" not in err
 
@@ -189,7 +182,7 @@ def test_a_format_with_a_broken_declaration_is_refused_at_registration(change, e
 
 
 def test_every_registered_format_is_in_the_help_with_an_example_that_parses():
-    code, out, _ = cli_run("import", "--help")
+    code, out, _ = invoke_cli(["import", "--help"])
     assert code == 0
     for name, importer in registry.FORMATS.items():
         assert importer.description.strip() and importer.description in out, name

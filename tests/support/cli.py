@@ -9,6 +9,7 @@ tests/test_house_rules.py fails on a test module that spawns the CLI through its
 
 from __future__ import annotations
 
+import json as jsonlib
 import os
 import pty
 import select
@@ -55,6 +56,15 @@ def run_cli(*args, db=None, json: bool = False, input: str | bytes | None = None
     if check:
         assert proc.returncode == 0, proc.stderr
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_cli_json(db, *args, seed: str, stdin: bytes | None = None, **env) -> tuple[int, object, str]:
+    """``fgraph --db DB --json ARGS`` through ``run_cli`` in an environment of only the conformance clock,
+    the event ``seed`` and ``env``: (exit code, the output parsed, None when there is none, stderr)."""
+    code, out, err = run_cli(*args, db=db, json=True, input=stdin, text=False,
+                             env={"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": seed, **env})
+    out = out.decode()
+    return code, (jsonlib.loads(out) if out.strip() else None), err.decode()
 
 
 def clean_env(**extra) -> dict:
