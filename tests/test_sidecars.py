@@ -10,23 +10,22 @@ import fcntl
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
+from tests.support.cli import run_cli
 
-FGRAPH = os.path.join(os.path.dirname(sys.executable), "fgraph")
 NAMES = ("NotFound", "Conflict", "SchemaError", "TypeError", "QueryError", "FormatError", "ReadOnly",
          "TooLarge", "Unsupported")
 
 
 def fg(*args, cwd, timeout=60, check=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FGRAPH_")}
-    proc = subprocess.run([FGRAPH, *map(str, args)], cwd=cwd, env=env, capture_output=True, timeout=timeout)
-    out, err = proc.stdout.decode(), proc.stderr.decode()
+    code, out, err = run_cli(*args, cwd=cwd, env=env, timeout=timeout, text=False)
+    out, err = out.decode(), err.decode()
     if check:
-        assert proc.returncode == 0, err
-    return proc.returncode, out, err
+        assert code == 0, err
+    return code, out, err
 
 
 def typed(result, name: str | None = None) -> str:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
 
 from tests.support.peerlib import peer_executable
@@ -56,11 +56,11 @@ def _script(tmp_path, name: str, body: str) -> str:
 
 def _run(executable: str, cwd, *args: str, **extra_env) -> tuple:
     env = dict(os.environ, **ENV, **extra_env)
-    proc = subprocess.run([executable, "--db", "e.db", *args], cwd=cwd, env=env, capture_output=True, timeout=120)
-    if proc.returncode == 0:
-        return ("ok", json.loads(proc.stdout))
-    first = proc.stderr.decode("utf-8", "replace").split("\n", 1)[0]
-    return ("error", proc.returncode, first.partition(":")[0])
+    code, out, err = run_cli(*args, db="e.db", cwd=cwd, env=env, text=False, executable=executable)
+    if code == 0:
+        return ("ok", json.loads(out))
+    first = err.decode("utf-8", "replace").split("\n", 1)[0]
+    return ("error", code, first.partition(":")[0])
 
 
 def _runtimes():

@@ -22,6 +22,7 @@ import pytest
 
 from fgraph.cli import completion
 from fgraph.cli.main import cli, run
+from tests.support.cli import run_cli
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 FILES = ("facts.db", "memory.jsonl", "reviewed.ndjson", "schema.json")
@@ -132,9 +133,9 @@ def emitted(words: list[str], cwd: Path) -> list[str]:
     """What click's completion protocol answers bash for the last word of ``words``."""
     env = dict(os.environ, COMP_WORDS=" ".join(words), COMP_CWORD=str(len(words) - 1),
                _FGRAPH_COMPLETE="bash_complete")
-    proc = subprocess.run([FGRAPH], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.split()
+    code, out, err = run_cli(env=env, cwd=cwd, timeout=60)
+    assert code == 0, err
+    return out.split()
 
 
 PATH_PLACES = [

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from fgraph.cli import help as cli_help
 from fgraph.cli import reference as cli_reference
 from fgraph.cli.main import cli, run
+from tests.support.cli import run_cli
 from tests.support.paths import DOCS as DOCS_DIR, FIXTURES
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
@@ -77,7 +78,7 @@ def test_json_output_is_one_canonical_line(tmp_path):
     fixture = FIXTURES / "import" / "decisions.clean.jsonl"
 
     def one_line(*args):
-        proc = subprocess.run([FGRAPH, "--db", db, *args, "--json"], capture_output=True, text=True, timeout=60)
+        proc = run_cli(*args, "--json", db=db, timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.count("\n") == 1 and json.loads(proc.stdout) is not None, proc.stdout
         return json.loads(proc.stdout)

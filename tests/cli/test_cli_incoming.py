@@ -5,22 +5,20 @@ without the flag ``get`` prints what it always printed; an unknown entity is Not
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import fgraph
+from tests.support.cli import CliResult, run_cli
 
-FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 START = 1767225600000000
 ENGINE = "Analytical Engine"
 
 
-def cli(db: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([FGRAPH, "--db", str(db), *map(str, args)], capture_output=True, text=True, timeout=60,
-                          env={"FGRAPH_CLOCK": str(START), "FGRAPH_EVENT_SEED": "cli-incoming"})
+def cli(db: Path, *args) -> CliResult:
+    """``run_cli`` with only this module's clock and seed in the environment."""
+    return run_cli(*args, db=db, timeout=60, env={"FGRAPH_CLOCK": str(START), "FGRAPH_EVENT_SEED": "cli-incoming"})
 
 
 def data(db: Path, *args):

@@ -7,20 +7,18 @@ the time when there is none; ``info`` shows ``latest_tx`` and its time for ``--i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.support.cli import CliResult, run_cli
 
-FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 START = 1767225600000000  # 2026-01-01T00:00:00Z; each transaction is stamped 1 s after the last
 
 
-def cli(db: Path, *args, clock: int = START, **env) -> tuple[int, str, str]:
-    proc = subprocess.run([FGRAPH, "--db", str(db), *map(str, args)], capture_output=True, text=True, timeout=60,
-                          env={"FGRAPH_CLOCK": str(clock), "FGRAPH_EVENT_SEED": "cli-provenance", **env})
-    return proc.returncode, proc.stdout, proc.stderr
+def cli(db: Path, *args, clock: int = START, **env) -> CliResult:
+    """``run_cli`` with only the ``clock``, this module's seed and ``env`` in the environment."""
+    return run_cli(*args, db=db, timeout=60,
+                   env={"FGRAPH_CLOCK": str(clock), "FGRAPH_EVENT_SEED": "cli-provenance", **env})
 
 
 def data(db: Path, *args, **kw):

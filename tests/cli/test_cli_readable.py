@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 import fgraph
 from fgraph.cli.main import cli
+from tests.support.cli import CliResult, run_cli
 from tests.support.paths import REPO
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))
@@ -23,9 +24,9 @@ README = REPO / "README.md"
 CLOCK = {"FGRAPH_CLOCK": "1767225600000000", "FGRAPH_EVENT_SEED": "readable"}
 
 
-def fg(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([FGRAPH, *args], capture_output=True, text=True, cwd=cwd, input=stdin, timeout=60,
-                          env=dict(os.environ, **CLOCK))
+def fg(cwd: Path, *args: str, stdin: str | None = None) -> CliResult:
+    """``run_cli`` in ``cwd`` with this module's clock and seed."""
+    return run_cli(*args, cwd=cwd, input=stdin, timeout=60, env=dict(os.environ, **CLOCK))
 
 
 @pytest.fixture

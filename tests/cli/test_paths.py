@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
@@ -11,6 +10,7 @@ import fgraph
 from fgraph.core.errors import FormatError
 from fgraph.cli.paths import DEFAULT_PATH, LEGACY_PATH, resolve_db_path
 from fgraph.core.probe import APPLICATION_ID_OFFSET, USER_VERSION_OFFSET, committed_wal_header, is_initialized
+from tests.support.cli import run_cli
 from tests.support.peerlib import peer_executable
 
 FORMAT_V2 = (1718055521, 2)
@@ -201,7 +201,7 @@ PEER_ROWS = [("missing", "missing"), ("missing", "initialized"), ("initialized",
 def _init_outcome(executable: str, directory) -> tuple:
     """Run ``init`` with the implicit path; report the error name or which files are now initialized."""
     env = {k: v for k, v in os.environ.items() if k != "FGRAPH_DB"}
-    proc = subprocess.run([executable, "init"], cwd=directory, env=env, capture_output=True, text=True, timeout=120)
+    proc = run_cli("init", cwd=directory, env=env, executable=executable)
     assert "Traceback" not in proc.stderr
     if proc.returncode:
         return ("error", proc.stderr.split(":", 1)[0])

@@ -28,6 +28,7 @@ import pytest
 import fgraph
 from fgraph.core import replica
 from fgraph.core.errors import FormatError, ReadOnly, Unsupported, ValueTypeError
+from tests.support.cli import CliResult, run_cli
 
 BIN = Path(sys.executable).parent
 FGRAPH, LITESTREAM, WEED = BIN / "fgraph", BIN / "litestream", BIN / "weed"
@@ -123,9 +124,9 @@ def _wait_for_port(port: int, process: subprocess.Popen, log: Path) -> None:
             time.sleep(0.1)
 
 
-def run(db: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(FGRAPH), "--db", db, "--json", *args], capture_output=True, text=True,
-                          env=_env(), timeout=60)
+def run(db: str, *args: str) -> CliResult:
+    """``fgraph --db DB --json ARGS`` through ``run_cli`` in ``_env()``."""
+    return run_cli(*args, db=db, json=True, env=_env(), timeout=60, executable=str(FGRAPH))
 
 
 def _latest_tx(db: str) -> int | None:

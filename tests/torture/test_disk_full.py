@@ -9,14 +9,14 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 from collections import Counter
 
 import pytest
 
 import fgraph
+from tests.support.cli import run_cli
 from tests.support.clock import stepping_clock
-from tests.support.torture import FGRAPH, cli, content, is_typed_failure, report, size, verdict
+from tests.support.torture import cli, content, is_typed_failure, report, size, verdict
 
 RESULTS: Counter = Counter()
 COMMANDS = ("add", "add-batch", "apply", "restore", "backup", "restore-backup", "excise", "undo", "declare",
@@ -71,8 +71,8 @@ def _prepare(kind, root):
 def _limited(limit: int, args) -> tuple[int, str, str]:
     def apply_limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    proc = subprocess.run([FGRAPH, *args], capture_output=True, timeout=120, preexec_fn=apply_limit)
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    code, out, err = run_cli(*args, text=False, timeout=120, preexec_fn=apply_limit)
+    return code, out.decode(), err.decode()
 
 
 def _files_size(directory) -> int:
