@@ -10,17 +10,12 @@ import pytest
 
 import fgraph
 from fgraph.core.catalog import Catalog, IdentityCache
-from fgraph.core.identity import GENESIS_EVENT, anonymous_eid, seeded_event_uuid
-from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
-from tests.support.clock import stepping_clock
+from fgraph.core.identity import GENESIS_EVENT, anonymous_eid
+from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.stores import seeded_db
 
 SECOND = 1_000_000
 LONG_TEXT = "long " * 60   # 300 UTF-8 bytes: stored once in fgraph_blobs, tag 8
-
-
-def seeded_db(path=":memory:", start=CONFORMANCE_CLOCK):
-    return fgraph.connect(path, clock=stepping_clock(start),
-                          event_factory=lambda tx: seeded_event_uuid(CONFORMANCE_SEED, tx))
 
 
 @pytest.fixture

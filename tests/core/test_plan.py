@@ -3,24 +3,14 @@ reuse, and planning order of assertions."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import fgraph
-from tests.support.clock import stepping_clock
-
-
-def seeded():
-    os.environ["FGRAPH_EVENT_SEED"] = "fgraph-conformance-v2"
-    try:
-        return fgraph.connect(":memory:", clock=stepping_clock())
-    finally:
-        del os.environ["FGRAPH_EVENT_SEED"]
+from tests.support.stores import seeded_db
 
 
 def test_allocation_order_with_nested_maps():
-    db = seeded()
+    db = seeded_db()
     try:
         db.declare("a/ref", ref=True)
         first = db.latest_tx() + 1
@@ -36,7 +26,7 @@ def test_allocation_order_with_nested_maps():
 
 
 def test_dropped_tmp_leaves_no_gap():
-    db = seeded()
+    db = seeded_db()
     try:
         before = db.latest_tx()
         report = db.transact([{"id": {"tmp": "gone"}, "item/value": 1}, ["retract", {"tmp": "gone"}, "item/value", 1],
@@ -53,7 +43,7 @@ def test_dropped_tmp_leaves_no_gap():
     ([{"id": "g", "p/age": 1}, ["retract", "g", "p/friend", {"ref": "g"}]], [("g", "p/age", 1)]),
 ])
 def test_retractions_see_names_this_request_creates(data, kept):
-    db = seeded()
+    db = seeded_db()
     try:
         report = db.transact(data)
         assert [(f["e"], f["a"], f["v"]) for f in report["asserted"][1:]] == kept
@@ -62,7 +52,7 @@ def test_retractions_see_names_this_request_creates(data, kept):
 
 
 def test_a_retracted_ref_value_must_already_exist():
-    db = seeded()
+    db = seeded_db()
     try:
         db.transact({"id": "ada", "p/age": 0})
         db.declare("p/friend", ref=True)

@@ -12,7 +12,7 @@ import pytest
 import fgraph
 from fgraph.core.identity import GENESIS_EVENT, seeded_event_uuid
 from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
-from tests.support.clock import stepping_clock
+from tests.support.stores import seeded_db
 
 SECOND = 1_000_000
 T0 = CONFORMANCE_CLOCK          # genesis time
@@ -20,11 +20,6 @@ T0 = CONFORMANCE_CLOCK          # genesis time
 
 def at(seconds: int) -> dict:
     return {"instant": f"2026-01-01T00:00:{seconds:02d}.000000Z"}
-
-
-def seeded_db(path=":memory:"):
-    return fgraph.connect(path, clock=stepping_clock(),
-                          event_factory=lambda tx: seeded_event_uuid(CONFORMANCE_SEED, tx))
 
 
 @pytest.fixture

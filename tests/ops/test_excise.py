@@ -15,20 +15,12 @@ import pytest
 
 import fgraph
 from fgraph.ops import scrub
-from tests.support.clock import stepping_clock
+from tests.support.stores import seeded_db
 from tests.support.corerows import core_rows_of
 
 
-def seeded(path=":memory:"):
-    os.environ["FGRAPH_EVENT_SEED"] = "fgraph-conformance-v2"
-    try:
-        return fgraph.connect(path, clock=stepping_clock())
-    finally:
-        del os.environ["FGRAPH_EVENT_SEED"]
-
-
 def test_excision_matches_published_shapes():
-    db = seeded()
+    db = seeded_db()
     try:
         db.transact({"id": "a", "x/y": 1})
         db.transact({"id": "a", "x/y": 2})
@@ -62,7 +54,7 @@ def test_excision_matches_published_shapes():
     (True, {}, "TypeError"),
 ])
 def test_excise_bad_input_changes_nothing(ref, options, error):
-    db = seeded()
+    db = seeded_db()
     try:
         db.transact({"id": "a", "x/y": 1})
         db.transact({"id": "b", "x/y": 1})
@@ -76,7 +68,7 @@ def test_excise_bad_input_changes_nothing(ref, options, error):
 
 
 def test_reexcise_and_reused_operation_id():
-    db = seeded()
+    db = seeded_db()
     try:
         db.transact({"id": "a", "x/y": 1})
         db.transact({"id": "b", "x/y": 1})
@@ -184,7 +176,7 @@ def test_reader_holding_the_wal_leaves_a_pending_scrub(tmp_path):
 
 
 def test_nohistory_deletes_superseded_rows_but_events_keep_values():
-    db = seeded()
+    db = seeded_db()
     try:
         db.declare("s/v", nohistory=True)
         db.transact({"id": "e", "s/v": "first"})
@@ -200,7 +192,7 @@ def test_nohistory_deletes_superseded_rows_but_events_keep_values():
 
 
 def test_vectors_default_to_nohistory_and_blobs_are_collected():
-    db = seeded()
+    db = seeded_db()
     try:
         db.transact({"id": "e", "emb/v": {"vector": [1.0, 0.0]}})
         db.transact({"id": "e", "emb/v": {"vector": [0.0, 1.0]}})
@@ -212,7 +204,7 @@ def test_vectors_default_to_nohistory_and_blobs_are_collected():
 
 
 def test_undo_compensates_and_later_reassertion_survives():
-    db = seeded()
+    db = seeded_db()
     try:
         t1 = db.transact({"id": "u", "u/v": 1})["tx"]
         t2 = db.transact({"id": "u", "u/v": 2})["tx"]

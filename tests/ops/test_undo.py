@@ -8,15 +8,10 @@ import pytest
 import fgraph
 from fgraph.core.identity import seeded_event_uuid
 from tests.support.constants import CONFORMANCE_CLOCK, CONFORMANCE_SEED
-from tests.support.clock import stepping_clock
+from tests.support.stores import seeded_db
 from tests.support.corerows import core_rows_of
 
 SECOND = 1_000_000
-
-
-def seeded_db(path=":memory:", **options):
-    return fgraph.connect(path, clock=stepping_clock(),
-                          event_factory=lambda tx: seeded_event_uuid(CONFORMANCE_SEED, tx), **options)
 
 
 def fact(fact_id, e, a, v, tx, rx=None):
