@@ -62,7 +62,14 @@ MCP_MESSAGE_BYTES = 4 * MAX_EVENT_BYTES
 
 # 10 — what one MCP tool call may ask for and one answer may hold (fgraph/mcp/specs.py, docs/mcp.md)
 MCP_RESPONSE_BYTES = 262_144                        # canonical JSON of one tool envelope or resource body (§3.4)
-MCP_PAGE_LIMIT = 100                                # rows of a why, history, datoms or schema page: default and most
+MCP_PAGE_LIMIT = 100                                # rows of a why, history, datoms or schema page: default and most;
+                                                    # also the facts of an entity page and the items of a schema page (§6)
+MCP_ABOUT_ATTRIBUTES, MCP_ABOUT_VALUES = 32, 32     # attributes of the entity `about` shows, and values of each
+MCP_INCOMING_LIMIT = 100                            # referrers `about(incoming=true)` lists; datoms vaet pages the rest
+MCP_RECEIPT_FACTS = 100                             # custom facts the tx resource shows of one receipt
+MCP_CHANGES_EVENTS, MCP_CHANGES_BYTES = 100, 196_608   # events of one changes page, and their bytes (192 KiB)
+MCP_EVENT_CHUNK = 131_072                           # bytes of a stored event one event resource page carries (128 KiB)
+MCP_CURSOR_CHARS = 4096                             # characters of a cursor a tool or resource accepts
 MCP_RECALL_K, MCP_RECALL_MAX_K = 10, 20             # hits of `recall`
 MCP_RECALL_MAX_EXPAND = 2                           # levels of ref neighbours `recall` may add (none unless asked)
 MCP_ABOUT_DEPTH, MCP_ABOUT_MAX_DEPTH = 1, 2         # levels of refs `about` pulls

@@ -14,23 +14,28 @@ import urllib.parse
 
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.errors import NotFound, TooLarge, ValueTypeError
-from fgraph.core.limits import CONTEXT_BUDGET, CONTEXT_LIMIT, GENESIS_TX, MCP_RESPONSE_BYTES
+from fgraph.core.limits import (
+    CONTEXT_BUDGET,
+    CONTEXT_LIMIT,
+    GENESIS_TX,
+    MCP_CHANGES_BYTES,
+    MCP_CHANGES_EVENTS,
+    MCP_EVENT_CHUNK,
+    MCP_PAGE_LIMIT,
+    MCP_RECEIPT_FACTS,
+    MCP_RESPONSE_BYTES,
+)
 from fgraph.core.timespec import duration_us
 from fgraph.mcp.tools import make_cursor, read_cursor
 
-RESOURCE_CAP = MCP_RESPONSE_BYTES
-PAGE_FACTS = 100
-PAGE_EVENTS, PAGE_EVENT_BYTES = 100, 196_608
-EVENT_CHUNK = 131_072
-RECEIPT_FACTS = 100
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 CANONICAL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 DIGITS = re.compile(r"^[0-9]+\Z")
 
 
 def body(data: dict) -> dict:
-    if len(dumps_bytes(data)) > RESOURCE_CAP:
-        raise TooLarge("MCP resource exceeds 256 KiB", "request a narrower page")
+    if len(dumps_bytes(data)) > MCP_RESPONSE_BYTES:
+        raise TooLarge(f"MCP resource exceeds {MCP_RESPONSE_BYTES // 1024} KiB", "request a narrower page")
     return data
 
 
@@ -51,7 +56,7 @@ class Resources:
         with self.lock:
             view = self.db if at is None else self.db.at(_time(at))
             try:
-                page = view.at(view.latest_tx()).datoms("eavt", [ref], limit=PAGE_FACTS, cursor=cursor)
+                page = view.at(view.latest_tx()).datoms("eavt", [ref], limit=MCP_PAGE_LIMIT, cursor=cursor)
             except NotFound:
                 return body({"basis_tx": view.latest_tx(), "items": []})
             out = {"basis_tx": page["basis_tx"], "items": page["items"]}
@@ -73,8 +78,8 @@ class Resources:
             tx = view.resolve(ref)
             receipt = view.receipt(tx)
             facts = receipt["facts"]
-            receipt["facts"] = facts[:RECEIPT_FACTS]
-            receipt["truncated"] = len(facts) > RECEIPT_FACTS
+            receipt["facts"] = facts[:MCP_RECEIPT_FACTS]
+            receipt["truncated"] = len(facts) > MCP_RECEIPT_FACTS
             return body(receipt)
 
     # -- changes --------------------------------------------------------------------
@@ -99,18 +104,19 @@ class Resources:
             return body(out)
 
     def _page(self, lines, events: list, out: dict, position: int, basis: int) -> int:
-        """Fill ``events`` (at most 100, at most 196,608 bytes); returns the tx read through."""
+        """Fill ``events`` (at most ``MCP_CHANGES_EVENTS`` of ``MCP_CHANGES_BYTES`` together); returns
+        the tx read through."""
         size = 0
         for line in lines:
             length = len(line.encode("utf-8"))
             record = loads(line)
-            if length > PAGE_EVENT_BYTES:
+            if length > MCP_CHANGES_BYTES:
                 if events:
                     break
                 out["oversized_event"] = self._oversized(record, length, basis)
                 position = self._tx_of(record)
                 break
-            if len(events) == PAGE_EVENTS or size + length > PAGE_EVENT_BYTES:
+            if len(events) == MCP_CHANGES_EVENTS or size + length > MCP_CHANGES_BYTES:
                 break
             events.append(record)
             size += length
@@ -165,11 +171,11 @@ class Resources:
             if start >= len(payload):
                 raise ValueTypeError(f"event offset {start} is outside the canonical event payload",
                                      f"use an offset below {len(payload)}")
-            chunk = payload[start:start + EVENT_CHUNK]
+            chunk = payload[start:start + MCP_EVENT_CHUNK]
             out = {"basis_tx": basis_tx, "event": event, "event_hash": digest, "offset": start,
                    "encoding": "base64", "data": base64.b64encode(chunk).decode()}
-            if start + EVENT_CHUNK < len(payload):
-                out["next_uri"] = (f"fgraph://event/{event}?basis={basis_tx}&offset={start + EVENT_CHUNK}"
+            if start + MCP_EVENT_CHUNK < len(payload):
+                out["next_uri"] = (f"fgraph://event/{event}?basis={basis_tx}&offset={start + MCP_EVENT_CHUNK}"
                                    f"&digest={digest}")
             return body(out)
 
@@ -182,13 +188,13 @@ class Resources:
                 basis, offset = read_cursor(cursor, "schema", arguments, self.db.latest_tx())
             page = self.db.at(basis).schema(prefix)
             items = [("attributes", a) for a in page["attributes"]] + [("shapes", s) for s in page["shapes"]]
-            chosen = items[offset:offset + PAGE_FACTS]
+            chosen = items[offset:offset + MCP_PAGE_LIMIT]
             out = {"basis_tx": basis, "digest": page["digest"],
                    "attributes": [item for kind, item in chosen if kind == "attributes"],
                    "shapes": [item for kind, item in chosen if kind == "shapes"]}
-            if offset + PAGE_FACTS < len(items):
+            if offset + MCP_PAGE_LIMIT < len(items):
                 out["next_uri"] = "fgraph://schema" + _query(
-                    prefix=prefix, cursor=make_cursor("schema", arguments, basis, offset + PAGE_FACTS))
+                    prefix=prefix, cursor=make_cursor("schema", arguments, basis, offset + MCP_PAGE_LIMIT))
             return body(out)
 
 

@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 import fgraph
+from fgraph.core.limits import MCP_CHANGES_BYTES, MCP_CHANGES_EVENTS, MCP_EVENT_CHUNK, MCP_PAGE_LIMIT, MCP_RECEIPT_FACTS
 from fgraph.mcp.protocol import protocol_server
 from fgraph.mcp.registry import register_tools, typed_errors
 from fgraph.mcp.resources import Resources
@@ -70,24 +71,26 @@ def _register_resources(server: MCPServer, resources: Resources) -> None:
         return resources.schema(prefix, cursor)
 
     @template("fgraph://entity/{selector}{?at,cursor}", "fgraph entity",
-              "An entity's live facts in EAVT order, 100 per page, optionally at a past basis.")
+              f"An entity's live facts in EAVT order, {MCP_PAGE_LIMIT} per page, optionally at a past basis.")
     @_resource_errors
     def entity(selector: str, at: str | None = None, cursor: str | None = None):
         return resources.entity(selector, at, cursor)
 
-    @template("fgraph://tx/{selector}", "fgraph transaction", "The receipt of one transaction (first 100 custom facts).")
+    @template("fgraph://tx/{selector}", "fgraph transaction",
+              f"The receipt of one transaction (first {MCP_RECEIPT_FACTS} custom facts).")
     @_resource_errors
     def tx(selector: str):
         return resources.tx(selector)
 
     @template("fgraph://event/{event}{?basis,offset,digest}", "fgraph event",
-              "One stored event in base64 chunks of 128 KiB, pinned to a basis and a digest.")
+              f"One stored event in base64 chunks of {MCP_EVENT_CHUNK // 1024} KiB, pinned to a basis and a digest.")
     @_resource_errors
     def event(event: str, basis: str | None = None, offset: str | None = None, digest: str | None = None):
         return resources.event(event, basis, offset, digest)
 
     @template("fgraph://changes{?since,cursor}", "fgraph changes",
-              "Committed events after since, in pages of at most 100 events and 192 KiB.")
+              f"Committed events after since, in pages of at most {MCP_CHANGES_EVENTS} events and "
+              f"{MCP_CHANGES_BYTES // 1024} KiB.")
     @_resource_errors
     def changes(since: str | None = None, cursor: str | None = None):
         return resources.changes(since, cursor)

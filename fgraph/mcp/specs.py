@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fgraph.core.checks import strict_int
 from fgraph.core.errors import ValueTypeError
 from fgraph.core.limits import (
     CONTEXT_BUDGET,
@@ -19,8 +20,11 @@ from fgraph.core.limits import (
     CONTEXT_MAX_BUDGET,
     CONTEXT_MAX_LIMIT,
     CONTEXT_MIN_BUDGET,
+    MCP_ABOUT_ATTRIBUTES,
     MCP_ABOUT_DEPTH,
     MCP_ABOUT_MAX_DEPTH,
+    MCP_ABOUT_VALUES,
+    MCP_INCOMING_LIMIT,
     MCP_PAGE_LIMIT,
     MCP_QUERY_LIMIT,
     MCP_QUERY_MAX_LIMIT,
@@ -95,9 +99,8 @@ class ToolSpec:
 
 
 def _check_range(tool: str, param: Param, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not param.minimum <= value <= param.maximum:
-        raise ValueTypeError(f"{tool} {param.name} must be an integer from {param.minimum} through {param.maximum}",
-                             f"pass an integer from {param.minimum} through {param.maximum}")
+    strict_int(value, f"{tool} {param.name} must be an integer from {{low}} through {{high}}",
+               "pass an integer from {low} through {high}", low=param.minimum, high=param.maximum)
 
 
 def _page_limit(rows: str) -> Param:
@@ -146,14 +149,14 @@ TOOLS: tuple[ToolSpec, ...] = (
              "published hits first, then entity-level hits to fill `k`, each marked `\"how\": \"entity\"` with "
              "`words` (decision S1, docs/search.md); when the published rule fills `k` the answer is the published "
              "server's"),
-    ToolSpec("about", "An entity's current facts; incoming=true also lists what refers to it (first 100). "
-                      "Example: about(entity=\"ada\").",
+    ToolSpec("about", f"An entity's current facts; incoming=true also lists what refers to it (first "
+                      f"{MCP_INCOMING_LIMIT}). Example: about(entity=\"ada\").",
              READ, (
                  _ENTITY,
                  Param("depth", ("integer",), "levels of refs to pull", MCP_ABOUT_DEPTH, 0, MCP_ABOUT_MAX_DEPTH),
                  Param("incoming", ("boolean",), "also list what refers to the entity", False)),
-             "the entity's current facts (first 32 attributes, 32 values each); with `incoming: true`, `{entity, "
-             "incoming, incoming_truncated}`: those facts and what refers to the entity (ours, decision I1 below)"),
+             f"the entity's current facts (first {MCP_ABOUT_ATTRIBUTES} attributes, {MCP_ABOUT_VALUES} values each); "
+             "with `incoming: true`, `{entity, incoming, incoming_truncated}`: those facts and what refers to the entity (ours, decision I1 below)"),
     ToolSpec("why", "An entity's current facts with the transactions that asserted them. "
                     "Example: why(entity=\"ada\", attribute=\"person/born\").",
              READ, (_ENTITY, _ATTRIBUTE, _page_limit("rows")),

@@ -4,7 +4,8 @@ a view pinned to one basis, the ``{"ok", "basis_tx", "data"}`` envelope and its 
 Each tool is declared once, in ``fgraph.mcp.specs``: a method here is named after its tool,
 takes the table's arguments by name, and begins by checking the table's bounds. The SDK wiring
 is ``fgraph.mcp.registry`` and ``fgraph.mcp.server``; this module knows nothing of it, so every
-rule here is testable without a client.
+rule here is testable without a client. Every bound and cap (``MCP_RESPONSE_BYTES``, the pages,
+the cursor's length) is ``fgraph.core.limits``'.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ import base64
 import threading
 
 from fgraph.core.canonical import dumps_bytes, loads
+from fgraph.core.checks import is_strict_int, strict_int
 from fgraph.core.errors import FgraphError, TooLarge, ValueTypeError
 from fgraph.core.limits import (
     CONTEXT_BUDGET,
     CONTEXT_LIMIT,
     GENESIS_TX,
+    MCP_ABOUT_ATTRIBUTES,
     MCP_ABOUT_DEPTH,
+    MCP_ABOUT_VALUES,
+    MCP_CURSOR_CHARS,
+    MCP_INCOMING_LIMIT,
     MCP_PAGE_LIMIT,
     MCP_QUERY_LIMIT,
     MCP_QUERY_MAX_LIMIT,
@@ -27,25 +33,23 @@ from fgraph.core.limits import (
 )
 from fgraph.mcp.specs import SPECS
 
-RESPONSE_CAP = MCP_RESPONSE_BYTES
-COMPACT_ATTRIBUTES, COMPACT_VALUES = 32, 32
-INCOMING_LIMIT = 100  # referrers about(incoming=true) lists at most; datoms vaet pages the rest
 MEMORY_TEXT, MEMORY_EMBEDDING = "memory/text", "memory/embedding"
 
 
 def envelope(basis_tx: int, data) -> dict:
-    """The success envelope; TooLarge when its canonical JSON exceeds 262,144 bytes."""
+    """The success envelope; TooLarge when its canonical JSON exceeds ``MCP_RESPONSE_BYTES``."""
     result = {"ok": True, "basis_tx": basis_tx, "data": data}
     size = len(dumps_bytes(result))
-    if size > RESPONSE_CAP:
-        raise TooLarge(f"MCP response exceeds 256 KiB ({size} bytes)", "narrow the request or continue with a cursor")
+    if size > MCP_RESPONSE_BYTES:
+        raise TooLarge(f"MCP response exceeds {MCP_RESPONSE_BYTES // 1024} KiB ({size} bytes)",
+                       "narrow the request or continue with a cursor")
     return result
 
 
 def fit_incoming(basis_tx: int, data: dict) -> dict:
     """``about`` data whose ``incoming`` list is cut, and marked truncated, so that the envelope
     stays within the cap; an entity too large on its own is left for ``envelope`` to refuse."""
-    room = RESPONSE_CAP - len(dumps_bytes({"ok": True, "basis_tx": basis_tx,
+    room = MCP_RESPONSE_BYTES - len(dumps_bytes({"ok": True, "basis_tx": basis_tx,
                                            "data": dict(data, incoming=[], incoming_truncated=False)}))
     kept = []
     for item in data["incoming"]:
@@ -71,11 +75,12 @@ def loosely(view, selector):
 
 
 def compact(entity: dict) -> dict:
-    """The top level of an entity cut to its first 32 attributes by name and 32 values each."""
+    """The top level of an entity cut to its first ``MCP_ABOUT_ATTRIBUTES`` attributes by name and
+    ``MCP_ABOUT_VALUES`` values each."""
     out = {}
-    for name in sorted(entity)[:COMPACT_ATTRIBUTES]:
+    for name in sorted(entity)[:MCP_ABOUT_ATTRIBUTES]:
         value = entity[name]
-        out[name] = value[:COMPACT_VALUES] if isinstance(value, list) else value
+        out[name] = value[:MCP_ABOUT_VALUES] if isinstance(value, list) else value
     return out
 
 
@@ -102,7 +107,7 @@ class Tools:
             selector = loosely(view, selector)
             if not incoming:
                 return envelope(view.basis, compact(view.entity(selector, depth)))
-            found = view.about(selector, depth, limit=INCOMING_LIMIT)
+            found = view.about(selector, depth, limit=MCP_INCOMING_LIMIT)
             return envelope(view.basis, fit_incoming(view.basis, dict(found, entity=compact(found["entity"]))))
 
     def why(self, entity, attribute=None, limit: int = MCP_PAGE_LIMIT) -> dict:
@@ -229,9 +234,6 @@ class Tools:
             return _write_envelope(self.db.undo(tx, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx))
 
 
-MAX_CURSOR = 4096
-
-
 def make_cursor(resource: str, arguments: dict, basis: int, offset: int) -> str:
     """Opaque to clients: unpadded base64url of the canonical position."""
     raw = dumps_bytes({"arguments": arguments, "basis": basis, "offset": offset, "resource": resource})
@@ -241,14 +243,14 @@ def make_cursor(resource: str, arguments: dict, basis: int, offset: int) -> str:
 def read_cursor(cursor, resource: str, arguments: dict, latest: int) -> tuple[int, int]:
     what = resource.split("-")[0]
     invalid = ValueTypeError(f"{what} cursor is invalid", "pass the next_cursor of the previous page unchanged")
-    if not isinstance(cursor, str) or not cursor or len(cursor) > MAX_CURSOR:
+    if not isinstance(cursor, str) or not cursor or len(cursor) > MCP_CURSOR_CHARS:
         raise invalid
     try:
         position = loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (ValueError, FgraphError):
         raise invalid from None
     if (type(position) is not dict or set(position) != {"arguments", "basis", "offset", "resource"}
-            or type(position["basis"]) is not int or type(position["offset"]) is not int
+            or not is_strict_int(position["basis"]) or not is_strict_int(position["offset"])
             or not GENESIS_TX <= position["basis"] <= latest or position["offset"] < 0):
         raise invalid
     if position["resource"] != resource or position["arguments"] != arguments:
@@ -258,15 +260,15 @@ def read_cursor(cursor, resource: str, arguments: dict, latest: int) -> tuple[in
 
 
 def _bounded_query(q):
-    """MCP answers at most 1,000 rows: an absent ``limit`` means 100, a given one must be 0–1000."""
+    """MCP answers at most ``MCP_QUERY_MAX_LIMIT`` rows: an absent ``limit`` means ``MCP_QUERY_LIMIT``,
+    a given one must be from 0 through the most."""
     if not isinstance(q, dict):
         raise ValueTypeError("query q must be a JSON object", 'pass {"find": [...], "where": [...]}')
     if "limit" not in q:
         return dict(q, limit=MCP_QUERY_LIMIT)
-    limit = q["limit"]
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MCP_QUERY_MAX_LIMIT:
-        raise ValueTypeError(f"query limit must be an integer from 0 through {MCP_QUERY_MAX_LIMIT}",
-                             f"pass an integer from 0 through {MCP_QUERY_MAX_LIMIT}, or none for {MCP_QUERY_LIMIT}")
+    strict_int(q["limit"], "query limit must be an integer from {low} through {high}",
+               f"pass an integer from {{low}} through {{high}}, or none for {MCP_QUERY_LIMIT}", low=0,
+               high=MCP_QUERY_MAX_LIMIT)
     return q
 
 

@@ -29,6 +29,7 @@ from mcp.server.stdio import stdio_server
 from mcp.types import JSONRPCNotification, jsonrpc_message_adapter
 from pydantic import ValidationError
 
+from fgraph.core.checks import is_strict_int
 from fgraph.core.limits import MCP_MESSAGE_BYTES
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
@@ -145,7 +146,7 @@ def _readable_id(text: str):
     document = _lenient(text)
     if isinstance(document, dict):
         request_id = document.get("id")
-        if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        if isinstance(request_id, str) or is_strict_int(request_id):
             return request_id
     return None
 

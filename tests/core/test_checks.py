@@ -122,13 +122,6 @@ INLINE = re.compile(r"isinstance\((?P<a>[\w\[\]\"'.]+), bool\) or not isinstance
                     r"|isinstance\((?P<c>[\w\[\]\"'.]+), int\) and not isinstance\((?P=c), bool\)"
                     r"|type\((?P<d>[\w\[\]\"'.]+)\) is not int\b(?! and type\((?P=d)\) is not float)")
 
-# Modules another helper owns while issue 46 is under way; the replacements are handed over in
-# its report (strict_int / is_strict_int with the same words). Remove each entry once applied.
-PENDING = {
-    "mcp/specs.py": "an argument's range: handed over for issue 46",
-    "mcp/tools.py": "the cursor's basis/offset: handed over for issue 46",
-    "mcp/wire.py": "the JSON-RPC id: handed over for issue 46",
-}
 # Places where the pattern is not a check of an argument.
 ALLOWED = {
     "core/checks.py": "the one home of the check",
@@ -154,9 +147,4 @@ def test_the_pattern_sees_each_form():
 
 
 def test_no_module_checks_an_integer_by_hand():
-    assert sorted(set(inline_checks()) - set(PENDING)) == []
-
-
-def test_every_pending_entry_is_still_needed():
-    """An entry whose module no longer has the pattern goes, so the list cannot hide a new one."""
-    assert sorted(set(PENDING) - set(inline_checks())) == []
+    assert inline_checks() == {}

@@ -142,3 +142,18 @@ def test_help_texts_format_their_ranges_from_limits():
                    and RANGE_IN_WORDS.search(node.value))
     assert found == []
     assert RANGE_IN_WORDS.search("Characters at most (100-100000).") and RANGE_IN_WORDS.search("use 1..10000")
+
+
+# The MCP wing's page sizes and caps (spec 10 §3.4, §6) are limits' MCP_* names; a number an mcp
+# module keeps as its own constant is not a bound of what a call may ask for or an answer may hold.
+MCP_OWN_NUMBERS = {
+    "mcp/wire.py:_SKIP_CHUNK": "bytes read at a time while an overlong line is skipped",
+}
+
+
+def test_the_mcp_numbers_come_from_limits():
+    found = sorted(f"{name}:{target}" for name, tree in _modules() if name.startswith("mcp/")
+                   for target, value in _module_level_names(tree) if _literal_int(value) is not None)
+    assert [f for f in found if f not in MCP_OWN_NUMBERS] == []
+    assert sorted(set(MCP_OWN_NUMBERS) - set(found)) == []
+    assert limits.MCP_RESPONSE_BYTES == 262_144 and limits.MCP_PAGE_LIMIT == 100

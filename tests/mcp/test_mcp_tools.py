@@ -8,7 +8,8 @@ import pytest
 
 import fgraph
 from fgraph.core.canonical import dumps_bytes
-from fgraph.mcp.tools import INCOMING_LIMIT, RESPONSE_CAP, Tools, compact, fit_incoming
+from fgraph.core.limits import MCP_INCOMING_LIMIT, MCP_RESPONSE_BYTES
+from fgraph.mcp.tools import Tools, compact, fit_incoming
 from tests.support.constants import CONFORMANCE_CLOCK
 
 
@@ -24,10 +25,10 @@ def _about_size(tools, text: str) -> int:
 
 def test_the_cap_admits_exactly_262144_bytes_and_refuses_one_more(tools):
     tools.db.transact({"id": "e", "a/t": "x"})
-    fill = RESPONSE_CAP - _about_size(tools, "")
+    fill = MCP_RESPONSE_BYTES - _about_size(tools, "")
     exact = "é" * (fill // 2) + "x" * (fill % 2)  # 2-byte characters count twice
     tools.db.transact({"id": "e", "a/t": exact})
-    assert _about_size(tools, tools.db.entity("e")["a/t"]) == RESPONSE_CAP
+    assert _about_size(tools, tools.db.entity("e")["a/t"]) == MCP_RESPONSE_BYTES
     assert tools.about("e")["data"]["a/t"].startswith("é")
     tools.db.transact({"id": "e", "a/t": exact + "x"})
     with pytest.raises(fgraph.TooLarge) as caught:
@@ -106,9 +107,9 @@ def test_about_with_incoming_wraps_the_compact_entity_beside_its_referrers(tools
 
 
 def test_about_lists_at_most_100_referrers_and_says_so(tools):
-    _engine(tools.db, INCOMING_LIMIT)
+    _engine(tools.db, MCP_INCOMING_LIMIT)
     exact = tools.about("engine", incoming=True)["data"]
-    assert len(exact["incoming"]) == INCOMING_LIMIT and exact["incoming_truncated"] is False
+    assert len(exact["incoming"]) == MCP_INCOMING_LIMIT and exact["incoming_truncated"] is False
     tools.db.transact({"id": "zz", "notes/on": {"ref": "engine"}})
     over = tools.about("engine", incoming=True)["data"]
     assert over["incoming"] == exact["incoming"] and over["incoming_truncated"] is True
@@ -123,10 +124,10 @@ def test_the_incoming_list_is_cut_to_fit_the_cap(tools):
     data = result["data"]
     assert data["incoming_truncated"] is True and 0 < len(data["incoming"]) < len(names)
     assert [item["entity"] for item in data["incoming"]] == names[:len(data["incoming"])]
-    assert len(dumps_bytes(result)) <= RESPONSE_CAP
+    assert len(dumps_bytes(result)) <= MCP_RESPONSE_BYTES
     one_more = dict(data, incoming=data["incoming"] + [{"entity": names[len(data["incoming"])],
                                                         "attribute": "notes/on", "name": names[len(data["incoming"])]}])
-    assert len(dumps_bytes(dict(result, data=one_more))) > RESPONSE_CAP  # as many as fit, not fewer
+    assert len(dumps_bytes(dict(result, data=one_more))) > MCP_RESPONSE_BYTES  # as many as fit, not fewer
     assert fit_incoming(result["basis_tx"], dict(data, incoming_truncated=False)) == dict(data, incoming_truncated=False)
 
 
