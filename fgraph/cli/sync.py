@@ -69,6 +69,10 @@ def _reads(option: str, what: str) -> str:
     return f"With a {adapters.url_forms(option)} URL: {what}{shown}"
 
 
+INSECURE_HELP = _reads("insecure_plaintext_credentials",
+                       "send the credentials of the settings to a server of another machine over plain text "
+                       "(a nats:// URL); without it they leave only in TLS or to this machine. Never needed "
+                       "with tls://, which never falls back to plain text.")
 LOGS = "; ".join(f"{a.url_form} ({a.summary})" for a in adapters.DECLARED)
 EXAMPLE_LOG = adapters.DECLARED[0].url_form
 HELP = f"""Fan several stores' events into one target, resumably and idempotently.
@@ -76,6 +80,10 @@ HELP = f"""Fan several stores' events into one target, resumably and idempotentl
 --from or --to may be a message-log URL, one of: {LOGS}.
 Stores publish into the log, or one store consumes it. A log's credentials come from its
 settings (docs/settings.md), never from the command line.
+
+A store seals what it publishes with its own key (DB.signing-key, made on first use); a
+receiver acts only on records sealed by the key it pinned for that store (TARGET.sync-keys.json)
+or that --trust names, and erases only what that store brought to it (docs/forgetting.md T1-T3).
 
 \b
 Example: fgraph sync --from a.db --from b.db --to central.db --follow
@@ -100,17 +108,29 @@ Example: fgraph sync --from a.db --to {EXAMPLE_LOG} --create-stream
               help=_reads("max_age", "seconds a record of a created stream is kept (0: for ever)."))
 @click.option("--ack-wait", type=FiniteFloatRange(0.5, 86400),
               help=_reads("ack_wait", "as --from, seconds before an unacknowledged record is delivered again."))
+@click.option("--insecure-plaintext-credentials", is_flag=True, default=None, help=INSECURE_HELP)
+@click.option("--signing-key", metavar="PATH", type=PATH,
+              help="The key that seals what the one --from store publishes [default: SOURCE.signing-key, "
+                   "created owner-only on first use; never printed].")
+@click.option("--trust", metavar="FILE", type=PATH,
+              help="A trust policy (fgraph-trust/1): the only keys the target accepts, and whether each may erase "
+                   "anything [default: trust each store's first key, pinned beside the target].")
+@click.option("--accept-key", "accept_keys", multiple=True, metavar="STORE:KEY",
+              help="Pin this key for this store at the target (after a rotation its owner told you of); repeatable.")
 @click.pass_context
-def sync(ctx, sources, target, batch_size, follow, interval, create_stream, replicas, max_age, ack_wait):
+def sync(ctx, sources, target, batch_size, follow, interval, create_stream, replicas, max_age, ack_wait,
+         insecure_plaintext_credentials, signing_key, trust, accept_keys):
     if not sources:
         raise click.UsageError("pass at least one --from PATH", ctx)
-    own = {"create_stream": create_stream, "replicas": replicas, "max_age": max_age, "ack_wait": ack_wait}
+    keys = {"signing_key": signing_key, "trust": trust, "accept_keys": accept_keys}
+    own = {"create_stream": create_stream, "replicas": replicas, "max_age": max_age, "ack_wait": ack_wait,
+           "insecure_plaintext_credentials": insecure_plaintext_credentials}
     if (target is not None and _given(target)) or any(_given(s) for s in sources):
         stop = _Stop()
         with stop.installed() if follow else contextlib.nullcontext():
             into = target if target is not None else resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
             result = adapters.sync(sources, into, batch_size=batch_size, follow=follow, interval=interval, stop=stop,
-                                   **own)
+                                   **own, **keys)
         print_result(ctx, result)
         return
     given = sorted(key for key, value in own.items() if value is not None)
@@ -127,5 +147,6 @@ def sync(ctx, sources, target, batch_size, follow, interval, create_stream, repl
         raise click.UsageError(exc.message, ctx) from None
     stop = _Stop()
     with stop.installed() if follow else contextlib.nullcontext():
-        result = _sync.sync(sources, target, batch_size=batch_size, follow=follow, interval=interval, stop=stop)
+        result = _sync.sync(sources, target, batch_size=batch_size, follow=follow, interval=interval, stop=stop,
+                            **keys)
     print_result(ctx, result)

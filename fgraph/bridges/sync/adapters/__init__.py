@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from fgraph.core.errors import ValueTypeError
 
 COMMON_OPTIONS = ("batch_size", "follow", "interval", "retry", "stop")   # publish's and consume's own
+PUBLISH_OPTIONS = ("signing_key",)           # publish's alone: the key that seals (docs/forgetting.md T1)
+CONSUME_OPTIONS = ("trust", "accept_keys")   # consume's alone: what the receiver trusts (T2)
 URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
@@ -53,7 +55,8 @@ class Adapter:
 DECLARED = (
     Adapter("nats", ("nats", "tls"), f"{__name__}.nats", "nats://host:4222/STREAM",
             "a NATS JetStream stream, tls:// for TLS; needs the extra fgraph[nats]",
-            options={"create_stream": False, "replicas": 1, "max_age": 0.0, "ack_wait": 30.0}, test_factory="nats_log"),
+            options={"create_stream": False, "replicas": 1, "max_age": 0.0, "ack_wait": 30.0,
+                     "insecure_plaintext_credentials": False}, test_factory="nats_log"),
     Adapter("memory", ("memory",), f"{__name__}.memory", "memory://NAME",
             "a log in this process's memory, for tests and as the template of a new adapter",
             options={"create_stream": False, "ack_wait": 30.0}, test_factory="memory_log"),
@@ -102,18 +105,27 @@ def open_log(url: str, **options):
 def sync(sources, target, **options) -> dict:
     """``fgraph sync`` where one side is a log URL: stores → log (``target`` a URL) or log →
     store (the one source a URL). ``options`` are publish's and consume's (batch size, follow,
-    interval, retry, stop) and the adapter's own (None: its default)."""
+    interval, retry, stop), publish's ``signing_key``, consume's ``trust`` and ``accept_keys``, and
+    the adapter's own (None: its default)."""
     from fgraph.bridges.sync import log as sync_log   # the log side loads only when a URL is given
     sources, target = [str(s) for s in sources], str(target)
     common = {key: value for key, value in options.items() if key in COMMON_OPTIONS}
-    own = {key: value for key, value in options.items() if key not in COMMON_OPTIONS}
+    publishing = {key: value for key, value in options.items() if key in PUBLISH_OPTIONS and value is not None}
+    consuming = {key: value for key, value in options.items() if key in CONSUME_OPTIONS and value}
+    own = {key: value for key, value in options.items()
+           if key not in COMMON_OPTIONS + PUBLISH_OPTIONS + CONSUME_OPTIONS}
     from_logs = [s for s in sources if is_log_url(s)]
     if is_log_url(target):
         if from_logs:
             raise ValueTypeError("a log cannot be synced into a log", "--from a URL needs --to a store file")
+        if consuming:
+            raise ValueTypeError(f"--{next(iter(consuming)).replace('_', '-')} applies to a receiving store",
+                                 "drop it when publishing; a receiver names what it trusts")
         with open_log(target, **own) as log:
-            return sync_log.publish(sources, log, **common)
+            return sync_log.publish(sources, log, **common, **publishing)
     if len(sources) != 1 or not from_logs:
         raise ValueTypeError("a log is read alone, into one store", f"pass one --from URL ({url_forms()}) per run")
+    if publishing:
+        raise ValueTypeError("--signing-key applies to a publishing store", "drop it when consuming from a log")
     with open_log(sources[0], **own) as log:
-        return sync_log.consume(log, target, **common)
+        return sync_log.consume(log, target, **common, **consuming)

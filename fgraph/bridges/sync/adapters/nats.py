@@ -8,17 +8,24 @@ headers
 - ``Fgraph-Store``: the source store's id; ``Fgraph-Prev``: the source's previous event (absent
   for its first);
 - ``Nats-Expected-Last-Subject-Sequence``: the sequence of the last record on the subject, so a
-  record can never land after a gap, nor two publishers of one store interleave (``Conflict``).
+  record can never land after a gap, nor two publishers of one store interleave (``Conflict``);
+- ``Fgraph-Key`` and ``Fgraph-Sig``: the record's seal, the store's key id and its signature (on
+  side records too; decision T1 in docs/forgetting.md), covering the stream's name (``stream``).
 
 A target reads through the durable pull consumer ``fgraph-<target id>`` (explicit acks). The
 ``nats-py`` package is the extra ``fgraph[nats]`` and is imported only when a URL is used.
 Credentials never come from the command line: a creds file, user and password or a token come
-from the settings this module declares (``SETTINGS``, shown in docs/settings.md).
+from the settings this module declares (``SETTINGS``, shown in docs/settings.md). They leave the
+process only inside a verified TLS session, or to this machine (a loopback address or
+``localhost``), or when the user passes ``--insecure-plaintext-credentials``; a ``tls://`` URL never
+falls back to plain text (issue 47 item 2, docs/replication.md "TLS and credentials").
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import ipaddress
 import logging
 import re
 import ssl
@@ -30,7 +37,8 @@ from fgraph.core import settings
 from fgraph.core.errors import Conflict, NotFound, TooLarge, Unsupported, ValueTypeError
 from fgraph.core.settings import Setting
 from fgraph.bridges.sync.adapters import ADAPTERS
-from fgraph.bridges.sync.log import LogUnavailable, Record
+from fgraph.bridges.sync.log import LogUnavailable, Record, SealedLine
+from fgraph.bridges.sync.signing import Seal
 
 STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 CALL_TIMEOUT = 5.0        # seconds one request to the server may take before it counts as unavailable
@@ -39,9 +47,14 @@ DEFAULT_ACK_WAIT = ADAPTERS["nats"].options["ack_wait"]   # the registry line st
 DEFER_DELAY = 0.2         # seconds before a record handed back is delivered again
 STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "Nats-Expected-Last-Subject-Sequence"
 KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
+SEAL_KEY, SEAL_SIG = "Fgraph-Key", "Fgraph-Sig"   # a record's seal (fgraph.bridges.sync.signing)
 WRONG_LAST_SEQUENCE = 10071
 CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
+INSECURE_HINT = ("use a tls:// URL to a server that offers TLS, or, only on a network path you trust, "
+                 "pass --insecure-plaintext-credentials")
+NO_TLS_HINT = ("nothing was sent to it: check that the server runs with TLS (tls {} in its configuration) and that "
+               "nothing between rewrites what it announces; a tls:// URL never falls back to plain text")
 
 CREDS = Setting("FGRAPH_NATS_CREDS", "unset",
                 "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL")
@@ -84,8 +97,79 @@ def parse_url(url: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", stream
 
 
-def _options(server: str) -> dict:
-    login = auth()
+def is_loopback(host: str) -> bool:
+    """True when ``host`` is this machine without asking DNS: ``localhost`` or a loopback address
+    literal (127.0.0.0/8, ::1, an IPv4-mapped loopback). Any other name may resolve anywhere."""
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def has_credentials(login: Mapping[str, str]) -> bool:
+    return any(login.get(key) for key in ("creds", "user", "password", "token"))
+
+
+def refusal(scheme: str, host: str, *, tls: bool, credentials: bool, insecure: bool) -> str | None:
+    """Why the CONNECT line (which carries the credentials) must not go to this server now, None
+    when it may: a ``tls://`` server without a verified TLS session, or credentials that would
+    travel in clear to another machine without the user's ``--insecure-plaintext-credentials``."""
+    if scheme == "tls" and not tls:
+        return "the server did not complete a verified TLS handshake"
+    if credentials and not tls and not insecure and not is_loopback(host):
+        return f"the credentials would travel in clear to {host}"
+    return None
+
+
+def check_plaintext(server: str, login: Mapping[str, str], insecure: bool) -> None:
+    """Refuse, before any name lookup or connection, credentials for a ``nats://`` URL of another machine."""
+    parts = urllib.parse.urlsplit(server)
+    if parts.scheme == "nats" and has_credentials(login) and not insecure and not is_loopback(parts.hostname or ""):
+        raise Unsupported(f"credentials would travel in clear to {server} (a nats:// URL is plain text)", INSECURE_HINT)
+
+
+def verified_tls(transport) -> bool:
+    """True when nats-py's transport carries a TLS session whose peer certificate was verified.
+    Fails closed: a transport that does not say (another nats-py layout) counts as plain text."""
+    writer = getattr(transport, "_io_writer", None)
+    extra = getattr(writer, "get_extra_info", None)
+    session = extra("ssl_object") if callable(extra) else None
+    if not isinstance(session, (ssl.SSLObject, ssl.SSLSocket)):
+        return False
+    return session.context.verify_mode == ssl.CERT_REQUIRED and bool(session.getpeercert())
+
+
+def _guarded_client(nats, *, credentials: bool, insecure: bool):
+    """nats-py's client with one check added where it builds CONNECT — after the server's INFO and
+    any TLS upgrade, before a byte of CONNECT (credentials, signature) is written, at the first
+    connection and at every reconnection alike. A refusal is a ``nats.errors.Error``, so the client
+    drops that server and tries again; ``Refused`` lets ``NatsLog`` tell it from other failures."""
+    class Refused(nats.errors.Error):
+        def __init__(self, reason: str):
+            super().__init__(reason)
+            self.reason = reason
+
+        def __str__(self) -> str:
+            return self.reason
+
+    class GuardedClient(nats.aio.client.Client):
+        def _connect_command(self) -> bytes:
+            uri = self._current_server.uri
+            reason = refusal(uri.scheme, uri.hostname or "", tls=verified_tls(self._transport),
+                             credentials=credentials, insecure=insecure)
+            if reason is not None:
+                raise Refused(reason)
+            return super()._connect_command()
+
+    return GuardedClient, Refused
+
+
+def _options(server: str, login: Mapping[str, str]) -> dict:
     options = {"servers": [server], "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
                "max_reconnect_attempts": 1, "reconnect_time_wait": 0.2, "name": "fgraph sync"}
     if login.get("creds"):
@@ -99,6 +183,15 @@ def _options(server: str) -> dict:
     return options
 
 
+def _seal_headers(seal: Seal | None) -> dict:
+    return {} if seal is None else {SEAL_KEY: seal.key, SEAL_SIG: seal.sig}
+
+
+def _seal_of(headers) -> Seal | None:
+    key, sig = headers.get(SEAL_KEY), headers.get(SEAL_SIG)
+    return Seal(key, sig) if isinstance(key, str) and isinstance(sig, str) else None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -108,11 +201,16 @@ class NatsLog:
     """One connection to a JetStream stream, used synchronously (it owns its event loop)."""
 
     def __init__(self, url: str, *, create: bool = False, replicas: int = 1, max_age: float = 0,
-                 ack_wait: float = DEFAULT_ACK_WAIT):
+                 ack_wait: float = DEFAULT_ACK_WAIT, insecure_plaintext_credentials: bool = False):
         self.name = str(url)
         self.server, self.stream = parse_url(url)
         self.ack_wait = ack_wait
+        self._login = auth()
+        check_plaintext(self.server, self._login, insecure_plaintext_credentials)   # before any lookup or connection
         self._nats = _nats()
+        self._client, self._refused = _guarded_client(self._nats, credentials=has_credentials(self._login),
+                                                      insecure=insecure_plaintext_credentials)
+        self._seen: collections.deque = collections.deque(maxlen=16)   # the client's last errors (error_cb)
         # asyncio's TLS transport logs a harmless warning at each close ("returning true from
         # eof_received() …"); the CLI's stderr carries one-line errors only
         logging.getLogger("asyncio").setLevel(logging.ERROR)
@@ -130,6 +228,16 @@ class NatsLog:
             raise
 
     # -- plumbing
+    def _refusal(self) -> Unsupported | None:
+        """The error for the last server the guard refused (``_guarded_client``), None when none was."""
+        refused = [e for e in self._seen if isinstance(e, self._refused)]
+        if not refused:
+            return None
+        reason = refused[-1].reason
+        if "TLS" in reason:
+            return Unsupported(f"TLS with NATS server {self.server} failed ({reason})", NO_TLS_HINT)
+        return Unsupported(f"NATS server {self.server}: {reason}, so nothing was sent", INSECURE_HINT)
+
     def _run(self, coro, timeout: float = CALL_TIMEOUT):
         errors, js_errors = self._nats.errors, self._nats.js.errors
         try:
@@ -137,6 +245,9 @@ class NatsLog:
         except (asyncio.TimeoutError, errors.TimeoutError, errors.NoRespondersError, errors.ConnectionClosedError,
                 errors.ConnectionReconnectingError, errors.OutboundBufferLimitError, errors.FlushTimeoutError,
                 errors.StaleConnectionError, js_errors.ServiceUnavailableError, OSError) as exc:
+            refused = self._refusal()   # a reconnection the guard refused: not an outage to wait out
+            if refused is not None:
+                raise refused from None
             raise LogUnavailable(f"NATS server {self.server} is unavailable ({type(exc).__name__}: {exc})".rstrip(),
                                  "check that it runs and that the URL is right") from None
         except errors.MaxPayloadError:
@@ -150,16 +261,19 @@ class NatsLog:
 
     async def _open(self, create: bool, replicas: int, max_age: float):
         nats, errors = self._nats, self._nats.errors
-
-        seen = []
+        seen = self._seen
 
         async def quiet(exc):   # the client's own error reports would go to stderr through logging
             seen.append(exc)
+        self._nc = self._client()
         try:
-            self._nc = await asyncio.wait_for(nats.connect(**_options(self.server), error_cb=quiet),
-                                              CONNECT_TIMEOUT * 2)
+            await asyncio.wait_for(self._nc.connect(**_options(self.server, self._login), error_cb=quiet),
+                                   CONNECT_TIMEOUT * 2)
             self._nc.options["max_reconnect_attempts"] = -1   # once connected, ride out restarts (retry bounds it)
         except (errors.NoServersError, OSError, asyncio.TimeoutError) as exc:
+            refusal = self._refusal()
+            if refusal is not None:
+                raise refusal from None
             refused = [e for e in seen if isinstance(e, (errors.AuthorizationError, errors.InvalidUserCredentialsError))
                        or "authorization" in str(e).lower()]
             if refused:
@@ -220,10 +334,11 @@ class NatsLog:
             self._seq[store] = 0
         return event
 
-    def append(self, store: str, source: str, line: str, event: str, prev: str | None) -> bool:
+    def append(self, store: str, source: str, line: str, event: str, prev: str | None, *,
+               seal: Seal | None = None) -> bool:
         if store not in self._seq:
             self.last(store)
-        headers = {MSG_ID: event, STORE: store, EXPECTED: str(self._seq[store])}
+        headers = {MSG_ID: event, STORE: store, EXPECTED: str(self._seq[store]), **_seal_headers(seal)}
         if prev is not None:
             headers[PREV] = prev
         try:
@@ -258,7 +373,9 @@ class NatsLog:
             headers = message.headers or {}
             out.append(Record(line=message.data.decode("utf-8"), event=headers.get(MSG_ID, ""),
                               store=headers.get(STORE, ""), prev=headers.get(PREV), handle=message,
-                              kind=headers.get(KIND, "event")))
+                              kind=headers.get(KIND, "event"), seal=_seal_of(headers),
+                              where=f"{self.name}, subject {message.subject}, sequence "
+                                    f"{message.metadata.sequence.stream}"))
         return out
 
     def ack(self, records: list[Record]) -> None:
@@ -276,12 +393,12 @@ class NatsLog:
         self._run(go())
 
     # -- forgetting (docs/forgetting.md F2): side subjects of a store, outside its event order
-    def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
+    def put(self, store: str, kind: str, key: str, line: str, msg_id: str, *, seal: Seal | None = None) -> bool:
         """Publish an excision record (``key`` "excision") or a remainder (``key`` its redacted
         event) under ``STREAM.<store>.<kind>[.<key>]``; False when the log already had it."""
         subject = f"{self._subject(store)}.{kind}" + ("" if kind == "excision" else f".{key}")
         ack = self._run(self._js.publish(subject, line.encode("utf-8"), stream=self.stream,
-                                         headers={MSG_ID: msg_id, STORE: store, KIND: kind}))
+                                         headers={MSG_ID: msg_id, STORE: store, KIND: kind, **_seal_headers(seal)}))
         return not ack.duplicate
 
     def excision_records(self, store: str) -> list[str]:
@@ -296,7 +413,7 @@ class NatsLog:
                                                      next=True)
                 except errors.NotFoundError:
                     return out
-                out.append(message.data.decode("utf-8"))
+                out.append(SealedLine.of(message.data.decode("utf-8"), _seal_of(message.headers or {})))
                 seq = message.seq + 1
         return self._run(go(), CALL_TIMEOUT * 4)
 
@@ -307,7 +424,7 @@ class NatsLog:
                 message = await self._js.get_last_msg(self.stream, f"{self._subject(store)}.remainder.{event}")
             except self._nats.js.errors.NotFoundError:
                 return None
-            return message.data.decode("utf-8")
+            return SealedLine.of(message.data.decode("utf-8"), _seal_of(message.headers or {}))
         return self._run(go())
 
     def erase(self, store: str, events: set) -> int:
@@ -350,6 +467,7 @@ class NatsLog:
 
 
 def open_log(url: str, *, create_stream: bool = False, replicas: int = 1, max_age: float = 0,
-             ack_wait: float = DEFAULT_ACK_WAIT) -> NatsLog:
+             ack_wait: float = DEFAULT_ACK_WAIT, insecure_plaintext_credentials: bool = False) -> NatsLog:
     """The adapter's entry (``fgraph.bridges.sync.adapters``): a connection to the stream ``url`` names."""
-    return NatsLog(url, create=create_stream, replicas=replicas, max_age=max_age, ack_wait=ack_wait)
+    return NatsLog(url, create=create_stream, replicas=replicas, max_age=max_age, ack_wait=ack_wait,
+                   insecure_plaintext_credentials=insecure_plaintext_credentials)
