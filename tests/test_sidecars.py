@@ -2,7 +2,9 @@
 database takes the name of another database's journal, WAL or shared memory; the sync cursor and
 lock and the scrub marker are never written, created or read through a link, never block on a FIFO,
 and a directory, FIFO or full disk where they go is a typed error that leaves the database as it was.
-Each test failed before its fix (issue 29 items 1, 3-6, 9-12)."""
+Each test failed before its fix (issue 29 items 1, 3-6, 9-12). Issue 47 item 6: no backup, restored
+copy or new database takes any of fgraph's own sidecar names (fgraph.core.sidecars), and doctor
+--repair removes a marker only when its content proves it is fgraph's."""
 
 from __future__ import annotations
 
@@ -73,6 +75,130 @@ def test_restore_backup_onto_a_sidecar_name_is_refused(store, suffix):
 def test_a_new_database_is_not_created_under_a_sidecar_name(store):
     typed(fg("--db", "s.db-wal", "add", '{"id":"x"}', cwd=store), "Conflict")
     assert fg("--db", "s.db", "get", "ada", cwd=store)[0] == 0
+
+
+# ---- issue 47 item 6: every sidecar name of any store, fgraph's own included
+
+#: one name of each kind fgraph.core.sidecars lists, as a sidecar of a store `t.db` (t.db itself need not exist)
+OWN_SIDECARS = ["t.db.scrub-pending", "t.db.excisions-owed", "t.db.sync.json", "t.db.sync.lock", "t.db.signing-key",
+                "t.db.vectors-7.usearch", "t.db.vectors-7.json", ".t.db.sync.json.4242.ab12cd.tmp"]
+
+
+def test_the_list_holds_every_name_fgraph_writes_beside_a_store():
+    from fgraph.core import sidecars
+    from fgraph.ops import propagate, scrub
+    from fgraph.bridges.sync import files as sync_files
+    from fgraph.query.search import vector_index
+    written = {scrub.marker_path("t.db"), propagate.owed_path("t.db"), sync_files.cursor_path("t.db"),
+               "t.db" + sync_files.LOCK_SUFFIX, *vector_index.paths("t.db", 7)}
+    assert {sidecars.sidecar_role(name)[0] for name in written} == {"t.db"}
+    for suffix in sidecars.SQLITE_SIDECARS:
+        assert sidecars.sidecar_role("t.db" + suffix) == ("t.db", sidecars.SUFFIXES[suffix])
+    assert sidecars.sidecar_role(".t.db.sync.json.4242.ab12cd.tmp") == ("t.db.sync.json", "temporary of an atomic write")
+
+
+@pytest.mark.parametrize("name", ["s.db-journal", "s.db-wal", "s.db-shm", "x-wal"])
+def test_a_new_file_may_not_take_a_sqlite_sidecar_name(tmp_path, name):
+    from fgraph.core.errors import Conflict
+    from fgraph.core.sidecars import refuse_sidecar_name
+    with pytest.raises(Conflict, match="SQLite would take it for part of that database"):
+        refuse_sidecar_name(str(tmp_path / name), "backup destination")
+
+
+@pytest.mark.parametrize("name", OWN_SIDECARS)
+def test_a_new_file_may_not_take_one_of_fgraphs_own_sidecar_names(tmp_path, name):
+    from fgraph.core.errors import Conflict
+    from fgraph.core.sidecars import refuse_sidecar_name
+    with pytest.raises(Conflict, match="as that database's own; choose a name that does not end in any of"):
+        refuse_sidecar_name(str(tmp_path / name), "backup destination")
+
+
+@pytest.mark.parametrize("name", ["s.db", "wal", "-wal", "s.db.wal", "journal.db", ".scrub-pending", "s.json",
+                                  "s.vectors-x.json", "s.sync", "notes.tmp", ".s.db.tmp"])
+def test_ordinary_names_pass(tmp_path, name):
+    from fgraph.core.sidecars import refuse_sidecar_name
+    refuse_sidecar_name(str(tmp_path / name), "backup destination")
+
+
+def _nothing_at(store, name) -> None:
+    assert not os.path.lexists(store / name), name
+    assert not [p.name for p in store.iterdir() if p.name.startswith(f".{name}.")], name   # no scratch left either
+
+
+@pytest.mark.parametrize("name", OWN_SIDECARS)
+def test_a_backup_under_any_sidecar_name_is_refused_and_nothing_is_written(store, name):
+    err = typed(fg("--db", "s.db", "backup", name, cwd=store), "Conflict")
+    assert "is named like the" in err and "choose a name" in err
+    _nothing_at(store, name)
+    same = name.replace("t.db", "s.db", 1)   # the open store's own sidecar name
+    typed(fg("--db", "s.db", "backup", same, cwd=store), "Conflict")
+    _nothing_at(store, same)
+    for args in (("doctor",), ("get", "ada")):
+        assert fg("--db", "s.db", *args, cwd=store)[0] == 0, args
+
+
+@pytest.mark.parametrize("name", OWN_SIDECARS)
+def test_restore_backup_onto_any_sidecar_name_is_refused(store, name):
+    fg("--db", "s.db", "backup", "b.db", cwd=store, check=True)
+    typed(fg("restore-backup", "b.db", name, cwd=store), "Conflict")
+    _nothing_at(store, name)
+
+
+@pytest.mark.parametrize("name", OWN_SIDECARS)
+def test_no_new_database_is_created_under_any_sidecar_name(store, name):
+    (store / "s.ndjson").write_bytes(fg("--db", "s.db", "snapshot", cwd=store, check=True)[1].encode())
+    (store / "log.jsonl").write_text('{"id":"d1","title":"one","at":"2026-01-01T00:00:00Z"}\n')
+    for argv in (("--db", name, "add", '{"id":"x"}'), ("--db", name, "init"), ("--db", name, "restore", "s.ndjson"),
+                 ("--db", name, "import", "jsonl-log", "log.jsonl"), ("sync", "--from", "s.db", "--to", name)):
+        typed(fg(*argv, cwd=store), "Conflict")
+        _nothing_at(store, name)
+        assert not [p.name for p in store.iterdir() if p.name.startswith(name)], argv   # no lock, cursor or -wal
+
+
+def test_the_library_refuses_the_same_names(store):
+    import fgraph
+    from fgraph.core.errors import Conflict
+    with fgraph.connect(str(store / "s.db")) as db:
+        with pytest.raises(Conflict):
+            db.backup(str(store / "s.db.scrub-pending"))
+    with pytest.raises(Conflict):
+        fgraph.connect(str(store / "n.db.sync.json"))
+    assert not (store / "s.db.scrub-pending").exists() and not (store / "n.db.sync.json").exists()
+
+
+@pytest.mark.parametrize("marker", ["s.db.scrub-pending", "s.db.excisions-owed"])
+def test_doctor_repair_never_removes_a_verified_backup_under_a_markers_name(store, marker):
+    fg("--db", "s.db", "backup", "b.db", cwd=store, check=True)
+    backup = (store / "b.db").read_bytes()
+    (store / marker).write_bytes(backup)                    # put there by hand (cp): fgraph refuses to
+    for args in (("doctor",), ("doctor", "--repair")):
+        code, out, err = fg("--db", "s.db", *args, cwd=store, timeout=60)
+        assert code == 1 and "NOT OK" in out and "Traceback" not in err and "internal error" not in err, (out, err)
+        assert "left alone" in out or "is not an fgraph owed-excisions note" in out, out
+        assert "move it elsewhere if it is a file of yours" in out, out
+        assert (store / marker).read_bytes() == backup, args
+    assert fg("--db", str(store / marker), "doctor", cwd=store)[0] == 0    # still a verified backup
+    (store / marker).unlink()
+    assert fg("--db", "s.db", "doctor", cwd=store)[0] == 0
+
+
+def test_an_excision_refuses_to_take_over_a_file_that_is_not_its_marker(store):
+    (store / "s.db.scrub-pending").write_bytes(b"SQLite format 3\x00 not a marker")
+    before = latest("s.db", store)
+    err = typed(_excise(store), "Conflict")
+    assert "is not fgraph's scrub marker" in err and "nothing was erased" in err
+    assert latest("s.db", store) == before and fg("--db", "s.db", "get", "ada", cwd=store)[0] == 0
+    assert (store / "s.db.scrub-pending").read_bytes() == b"SQLite format 3\x00 not a marker"
+
+
+@pytest.mark.parametrize("content", ['{"fgraph":"fgraph-scrub-pending/1","since":1.5,"tx":TX}',
+                                     '{"tx": TX, "since": 1.5}'])   # today's marker, and an earlier fgraph's
+def test_doctor_repair_still_removes_a_real_marker(store, content):
+    (store / "s.db.scrub-pending").write_text(content.replace("TX", str(latest("s.db", store))))
+    code, out, _ = fg("--db", "s.db", "doctor", cwd=store)
+    assert code == 1 and "scrub pending" in out and "repairable" in out
+    assert fg("--db", "s.db", "doctor", "--repair", cwd=store)[0] == 0
+    assert not (store / "s.db.scrub-pending").exists() and fg("--db", "s.db", "doctor", cwd=store)[0] == 0
 
 
 # ---- items 3, 5, 6, 9, 12: sync's cursor and lock
@@ -173,12 +299,17 @@ def test_a_marker_path_that_is_not_a_file_refuses_the_excision_before_it_commits
     assert fg("--db", "s.db", "doctor", cwd=store)[0] == 0
 
 
-def test_a_damaged_marker_is_reported_and_repair_finishes_the_scrub(store):
+def test_a_marker_that_does_not_prove_itself_is_reported_and_left_alone(store):
+    """Issue 47 item 6 (decision S1): markers are written atomically, so one is never torn; a file
+    there that does not say it is fgraph's marker may be someone's file, and repair leaves it."""
     (store / "s.db.scrub-pending").write_bytes(b"\xff not json")
     code, out, _ = fg("--db", "s.db", "doctor", cwd=store)
-    assert code == 1 and "scrub pending" in out and "repairable" in out
-    fg("--db", "s.db", "doctor", "--repair", cwd=store)
-    assert fg("--db", "s.db", "doctor", cwd=store)[0] == 0 and not (store / "s.db.scrub-pending").exists()
+    assert code == 1 and "is not fgraph's scrub marker" in out and "left alone" in out
+    code, out, _ = fg("--db", "s.db", "doctor", "--repair", cwd=store)
+    assert code == 1 and out.startswith("repaired:") and "NOT OK" in out
+    assert (store / "s.db.scrub-pending").read_bytes() == b"\xff not json"
+    (store / "s.db.scrub-pending").unlink()
+    assert fg("--db", "s.db", "doctor", cwd=store)[0] == 0
 
 
 def test_a_full_disk_for_the_marker_is_a_typed_error_and_leaves_no_temporary(store, monkeypatch):

@@ -16,7 +16,7 @@ import apsw
 
 from fgraph.core import layout, replica
 from fgraph.core.errors import FormatError, NotFound, ReadOnly, rewrap
-from fgraph.core.files import refuse_sidecar_name
+from fgraph.core.sidecars import refuse_sidecar_name
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import translate
 

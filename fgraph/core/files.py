@@ -9,8 +9,11 @@ way to create, read, replace and remove them, so that none can be turned against
   (kill -9 cannot be cleaned up after) is removed by the next write of the same file.
 - ``open_sidecar`` (a lock file) and ``read_sidecar`` never follow a link, never block on a FIFO
   and accept only a regular file; ``remove_sidecar`` removes a file or a link, nothing else.
-- ``refuse_sidecar_name`` keeps a new file off the names SQLite gives a database's journal, WAL
-  and shared memory: a file there would be taken for part of that database.
+- ``create_private`` makes a secret (a signing key) owner-only with ``O_EXCL | O_NOFOLLOW``;
+  ``read_private`` refuses one that group or others may read, or another user owns.
+- ``append_sidecar`` and ``read_sidecar_lines`` keep an append-only note (sync provenance) with
+  the same rules, read back line by line in bounded memory.
+- which names are a store's sidecars, and when a marker may be removed, is ``fgraph.core.sidecars``' part.
 - ``publish`` gives a finished copy (a backup, a restored backup) its name: fsynced first, then a
   hard link that never replaces anything (or, where asked, a rename over an empty regular file),
   then the directory fsynced. ``same_file`` says whether two paths name one file.
@@ -23,16 +26,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-#: the names SQLite derives from a database path (its rollback journal, WAL and WAL index)
-SQLITE_SIDECAR_SUFFIXES = ("-journal", "-wal", "-shm")
-_SIDECAR_ROLES = {"-journal": "rollback journal", "-wal": "WAL", "-shm": "shared-memory index"}
 #: the largest sidecar fgraph reads (a cursor of many sources is a few KiB)
 SIDECAR_READ_LIMIT = 1 << 20
 
@@ -103,18 +103,6 @@ def refuse_unsafe_target(path: str, what: str) -> None:
                        "remove the link; fgraph never writes through links")
     if not stat.S_ISREG(mode):
         raise Conflict(f"{what} {path!r} is {_kind(mode)}, not a regular file", "remove it or choose another path")
-
-
-def refuse_sidecar_name(path: str, what: str) -> None:
-    """A new file named like a database's journal, WAL or shared memory would be read by SQLite as
-    part of that database (a -journal is rolled back into it, then deleted)."""
-    name = os.path.basename(os.fspath(path))
-    for suffix in SQLITE_SIDECAR_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            owner = os.fspath(path)[: -len(suffix)]
-            raise Conflict(f"{what} {os.fspath(path)!r} is named like the SQLite {_SIDECAR_ROLES[suffix]} "
-                           f"(of database {owner!r}); SQLite would take it for part of that database",
-                           f"choose a name that does not end in {', '.join(SQLITE_SIDECAR_SUFFIXES)}")
 
 
 def _temporary_prefix(path: str) -> str:
@@ -287,20 +275,106 @@ def read_sidecar(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes
         os.close(fd)
 
 
-VECTOR_INDEX_INFIX = ".vectors-"   # DB.vectors-ATTR.usearch and .json: fgraph.query.search.vector_index's derived files
+PRIVATE_MODE = 0o600   # a secret beside a database (a signing key): its owner alone reads it
 
 
-def vector_index_files(db_path: str) -> list[str]:
-    """The vector index files beside ``db_path`` (copies of vectors: ``scrub`` removes them)."""
-    directory, base = os.path.split(os.path.abspath(db_path))
-    prefix = base + VECTOR_INDEX_INFIX
+def create_private(path: str, data: bytes, what: str) -> None:
+    """Create ``path`` holding ``data``, readable by its owner alone: ``O_EXCL | O_NOFOLLOW`` (a name
+    taken by anything, a link included, is refused, never overwritten), fsynced with its directory.
+    A half-written file is removed, so a failure leaves nothing that looks like a key."""
     try:
-        names = os.listdir(directory or ".")
-    except OSError:
-        return []
-    return sorted(os.path.join(directory, name) for name in names if name.startswith(prefix)
-                  and name[len(prefix):].partition(".")[0].isdigit()
-                  and name.endswith((".usearch", ".json")))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, PRIVATE_MODE)
+    except FileExistsError:
+        raise Conflict(f"the {what} {path!r} appeared while it was being created",
+                       "another process created it; retry, and fgraph reads it") from None
+    except OSError as exc:
+        raise os_failure(exc, path, what, "created") from None
+    try:
+        try:
+            os.fchmod(fd, PRIVATE_MODE)   # a umask cannot widen it, but be explicit
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_directory(os.path.dirname(os.path.abspath(path)))
+    except OSError as exc:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise os_failure(exc, path, what, "created") from None
+
+
+def read_private(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes | None:
+    """``read_sidecar`` for a secret: also refused when its group or others may read or write it,
+    or when another user owns it (a key someone else could read or swap is no key of ours)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise os_failure(exc, path, what, "examined") from None
+    if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
+        raise ReadOnly(f"the {what} {path!r} may be read by others (mode {stat.S_IMODE(info.st_mode):o})",
+                       f"restrict it to its owner (chmod 600 {path!r}) or, if others did read it, make a new key "
+                       "and have every receiver accept it")
+    if stat.S_ISREG(info.st_mode) and hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        raise ReadOnly(f"the {what} {path!r} belongs to another user (uid {info.st_uid})",
+                       "use a key file of your own (it is created on first use)")
+    return read_sidecar(path, what, limit)
+
+
+def append_sidecar(path: str, data: bytes, what: str) -> None:
+    """Append ``data`` to the regular file ``path`` (created when missing), durably: never through
+    a link, never onto a FIFO, device or directory."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise Conflict(f"the {what} {path!r} is a symbolic link",
+                           "remove the link; fgraph never writes its files through links") from None
+        raise os_failure(exc, path, what) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not a regular file", "remove it, then retry")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError as exc:
+        raise os_failure(exc, path, what) from None
+    finally:
+        os.close(fd)
+
+
+def read_sidecar_lines(path: str, what: str, line_limit: int = 4096) -> Iterator[bytes]:
+    """The LF-terminated lines of the regular file ``path`` (none when it does not exist), streamed
+    with bounded memory; a link, FIFO or directory is a typed error, a line over ``line_limit``
+    bytes a ``FormatError``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise Conflict(f"the {what} {path!r} is a symbolic link",
+                           "remove the link; fgraph never reads its files through links") from None
+        raise os_failure(exc, path, what, "read") from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not a regular file", "remove it, then retry")
+        while True:
+            line = handle.readline(line_limit + 1)
+            if not line:
+                return
+            if len(line) > line_limit:
+                raise FormatError(f"the {what} {path!r} has a line longer than fgraph writes there",
+                                  "remove it, then retry")
+            yield line
 
 
 def remove_sidecar(path: str, what: str) -> None:

@@ -22,7 +22,8 @@ import time
 
 import apsw
 
-from fgraph.core.files import publish, refuse_sidecar_name, same_file
+from fgraph.core.files import publish, same_file
+from fgraph.core.sidecars import refuse_sidecar_name
 from fgraph.core import connection, layout, replica
 from fgraph.ops import doctor
 from fgraph.ops.digest_worker import DigestWorker, map_private_copy

@@ -27,20 +27,23 @@ import time
 
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
-from fgraph.core.errors import FgraphError, FormatError, NotFound
-from fgraph.core.files import read_sidecar, refuse_unsafe_target, remove_sidecar, write_atomically
+from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound
+from fgraph.core.files import read_sidecar, refuse_unsafe_target, write_atomically
+from fgraph.core.sidecars import OWED_FORMAT, OWED_NOTE, marker_document, remove_marker
 from fgraph.core import values
 from fgraph.core.genesis import A_AT, A_BY, A_EXCISED, A_IMPORTED_AT, A_META, A_SOURCE
-from fgraph.core.identity import check_event_uuid, gid_to_uuid, uuid_to_gid
+from fgraph.core.identity import anonymous_eid, check_event_uuid, gid_to_uuid, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, MEMORY
 from fgraph.core.payload import payload_bytes, verified_text
 from fgraph.core.session import WriteSession
 
 RECORD_FORMAT = "excision/1"
 OPERATION_PREFIX = "fgraph-sync-excise:"
-OWED_SUFFIX = ".excisions-owed"
-OWED_FORMAT = "fgraph-excisions-owed/1"
+OWED_SUFFIX = OWED_NOTE   # the note's name and format: fgraph.core.sidecars
 RECORD_KEYS = {"at", "chain", "event", "event_hash", "fgraph", "origin", "partial", "prev", "redacts", "target"}
+#: keys a record may carry besides: ``erase_name`` (decision F5 in docs/forgetting.md) is in every record
+#: whose target is an eid, and absent from records published before it
+OPTIONAL_KEYS = {"erase_name"}
 
 
 def operation_for(origin: str) -> str:
@@ -86,6 +89,7 @@ def describe(conn, event: str) -> dict:
     x = excised[0]
     name = cat.name_of(x)
     target = name if name is not None else {"eid": gid_to_uuid(cat.gid_of(x))}
+    unnamed = {} if name is not None else {"erase_name": True}   # a receiver may know it by a name
     operation = row[2] or ""
     origin = operation[len(OPERATION_PREFIX):].split(":")[0] if operation.startswith(OPERATION_PREFIX) else event
     chain, partial = {}, []
@@ -98,12 +102,13 @@ def describe(conn, event: str) -> dict:
             partial.append(uuid)
     return {"at": document["at"], "chain": chain, "event": event, "event_hash": bytes(row[1]).hex(),
             "fgraph": RECORD_FORMAT, "origin": origin, "partial": partial, "prev": _previous_event(conn, cat, tx),
-            "redacts": document["redacts"], "target": target}
+            "redacts": document["redacts"], "target": target, **unnamed}
 
 
 def check_record(record) -> dict:
     """An excision record as it arrives from a log: every field of the right shape, or FormatError."""
-    ok = isinstance(record, dict) and set(record) == RECORD_KEYS and record.get("fgraph") == RECORD_FORMAT
+    ok = isinstance(record, dict) and set(record) - OPTIONAL_KEYS == RECORD_KEYS \
+        and record.get("fgraph") == RECORD_FORMAT and record.get("erase_name", True) is True
     try:
         if ok:
             for key in ("event", "origin"):
@@ -226,17 +231,49 @@ class StandIns:
         return holds(self.conn, remainder_event(record["event"]))
 
 
-def _local_target(cat: Catalog, target):
+def _local_target(conn, cat: Catalog, record: dict):
     """The receiver's name or id for the record's target, None when it has no such entity."""
+    target = record["target"]
     if isinstance(target, str):
         return target if cat.id_by_name(target) is not None else None
-    return cat.id_by_gid(uuid_to_gid(target["eid"]))
+    found = cat.id_by_gid(uuid_to_gid(target["eid"]))
+    if found is None and record.get("erase_name"):
+        return _erased_name(conn, cat, record)
+    return found
 
 
-def carry_out(session: WriteSession, path: str, record: dict, source: str) -> dict:
+def _erased_name(conn, cat: Catalog, record: dict) -> str | None:
+    """The receiver's name for a target whose name the source erased (decision F5): the source names
+    it by the eid it would have had, derived from the event that created it and its place in that
+    event's ``created`` list (03 §7); that event is among the ones the excision redacted, and a
+    receiver that holds it whole finds the name at that place. The erased name never travels."""
+    gid = uuid_to_gid(record["target"]["eid"])
+    for event in record["redacts"]:
+        tx = _tx_of(cat, event)
+        row = None if tx is None else conn.execute(
+            f"SELECT {payload_bytes()}, event_hash FROM fgraph_events WHERE tx = ?", (tx,)).fetchone()
+        if row is None or row[0] is None:
+            continue
+        listed = loads(verified_text(tx, row[0], row[1])).get("created", [])
+        first = conn.execute("SELECT min(id) FROM fgraph_ids WHERE created_tx = ?1 AND id != ?1", (tx,)).fetchone()[0]
+        for place, selector in enumerate(listed):
+            if not isinstance(selector, str) or cat.id_by_name(selector) is None:
+                continue
+            made_here = cat.identity(cat.id_by_name(selector))[2] == tx
+            places = {place} | ({cat.id_by_name(selector) - first} if made_here and first is not None else set())
+            if any(anonymous_eid(event, p) == gid for p in places):
+                return selector
+    return None
+
+
+def carry_out(session: WriteSession, path: str, record: dict, source: str, allow=None) -> dict:
     """Perform ``record``'s excision on this store; returns where it stands here: ``applied``
     (erased now), ``already_applied`` (an earlier run did; a scrub it owed is finished now),
     ``already_excised`` (erased by another excision), or ``nothing_here``.
+
+    Before anything is erased, ``allow(target, event, tx, imported)`` (when given) is told who
+    introduced the target here — the event that created it, its transaction, and whether that
+    event came from elsewhere — and raises to refuse (decision T3 in docs/forgetting.md).
 
     Data about the target that arrived after it was erased here (from a store that had not
     carried the excision out yet) is erased again, under ``<operation id>:<n>``."""
@@ -247,25 +284,40 @@ def carry_out(session: WriteSession, path: str, record: dict, source: str) -> di
                "target": record["target"]}
     cat = Catalog(conn)
     done = cat.operation(operation) is not None
-    local = _local_target(cat, record["target"])
+    local = _local_target(conn, cat, record)
+    erase_name = record.get("erase_name", False)
     if local is None:
         return {**outcome, "status": "already_applied" if done else "nothing_here"}
     x = local if isinstance(local, int) else cat.id_by_name(local)
     excised = conn.execute("SELECT 1 FROM fgraph_facts WHERE a = ? AND t = 0 AND v = ? LIMIT 1",
                            (A_EXCISED, x)).fetchone() is not None
-    if (done or excised) and not _anything_of(conn, x):
+    named = erase_name and cat.name_of(x) is not None   # excised here before, its name kept: erase it now
+    if erase_name:
+        local = x   # by id, the same request before and after its name is gone (and no hash of the name)
+    if (done or excised) and not _anything_of(conn, x) and not named:
         if not done:
             return {**outcome, "status": "already_excised"}
-        report = _excise.excise(session, path, local, operation_id=operation, again=True)  # finishes an owed scrub
+        report = _excise.excise(session, path, local, operation_id=operation, again=True,  # finishes an owed scrub
+                                erase_name=erase_name)
     else:
+        if allow is not None:
+            allow(record["target"], *introduced_by(cat, x))
         if done:
             operation = _repeat(cat, operation)
         owe(path, record, source)
-        report = _excise.excise(session, path, local, operation_id=operation, again=done or excised)
+        report = _excise.excise(session, path, local, operation_id=operation, again=done or excised,
+                                erase_name=erase_name)
     scrubbed = report.get("scrub", {"complete": True})
     if scrubbed.get("complete", True):
         settle(path, record["origin"])
     return {**outcome, "status": report["status"], "tx": report["tx"], "scrub_complete": bool(scrubbed.get("complete", True))}
+
+
+def introduced_by(cat: Catalog, x: int) -> tuple[str, int, bool]:
+    """The event that created identity ``x`` here, its transaction, and whether it was applied
+    from elsewhere (it carries ``fgraph/imported-at``) rather than written here."""
+    created = cat.identity(x)[2]
+    return gid_to_uuid(cat.gid_of(created)), created, cat.imported_at(created) is not None
 
 
 def _repeat(cat: Catalog, operation: str) -> str:
@@ -310,7 +362,7 @@ def owed(path: str) -> dict:
 def _write_owed(path: str, entries: dict) -> None:
     note = owed_path(path)
     if not entries:
-        remove_sidecar(note, "owed-excisions note")
+        remove_marker(note, "owed-excisions note", lambda raw: marker_document(raw, OWED_FORMAT) is not None)
         return
     text = json.dumps({"fgraph": OWED_FORMAT, "owed": entries}, sort_keys=True) + "\n"
     write_atomically(note, text.encode("utf-8"), "owed-excisions note")
@@ -322,7 +374,10 @@ def owe(path: str, record: dict, source: str) -> None:
         return
     refuse_unsafe_target(owed_path(path), "owed-excisions note")
     entries = owed(path)
-    entries.pop("problem", None)
+    if "problem" in entries:   # a file there that is not fgraph's note: never replaced (decision S1)
+        raise Conflict(f"{entries['problem']}; the excision was not carried out, nothing was erased",
+                       "move that file elsewhere (fgraph never replaces a file it did not write), "
+                       "then run the same `fgraph sync` again")
     if record["origin"] in entries:
         return
     entries[record["origin"]] = {"event": record["event"], "operation_id": operation_for(record["origin"]),

@@ -18,11 +18,11 @@ import time
 import apsw
 
 from fgraph.core.errors import FgraphError, rewrap
-from fgraph.core.files import (
-    read_sidecar, refuse_unsafe_target, remove_sidecar, sweep_abandoned_temporaries, vector_index_files,
-    write_atomically,
-)
+from fgraph.core.files import read_sidecar, refuse_unsafe_target, sweep_abandoned_temporaries, write_atomically
 from fgraph.core.limits import MEMORY
+from fgraph.core.sidecars import (
+    SCRUB_FORMAT, SCRUB_MARKER, marker_document, not_ours, remove_marker, remove_vector_index_file, vector_index_files,
+)
 from fgraph.core.sqlite_errors import translate
 
 
@@ -33,7 +33,28 @@ def enable_secure_delete(conn) -> None:
 
 
 def marker_path(path: str) -> str:
-    return path + ".scrub-pending"
+    return path + SCRUB_MARKER
+
+
+def marker_record(raw: bytes) -> dict | None:
+    """The marker's record when its content proves it is fgraph's: its format name, or the exact
+    shape an earlier fgraph wrote (``{"since": …, "tx": …}`` alone); else None (decision S1)."""
+    document = marker_document(raw, SCRUB_FORMAT)
+    if document is not None:
+        return document
+    try:
+        earlier = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(earlier, dict) and set(earlier) == {"since", "tx"} \
+            and (earlier["tx"] is None or type(earlier["tx"]) is int) \
+            and type(earlier["since"]) in (int, float):
+        return earlier
+    return None
+
+
+def _proven(raw: bytes) -> bool:
+    return marker_record(raw) is not None
 
 
 def owe(path: str, tx: int) -> None:
@@ -51,7 +72,10 @@ def owe(path: str, tx: int) -> None:
     try:
         refuse_unsafe_target(marker, "scrub marker")
         sweep_abandoned_temporaries(marker)  # a marker write killed mid-way (kill -9) left its temporary
-        if os.path.exists(marker):
+        existing = read_sidecar(marker, "scrub marker")
+        if existing is not None:
+            if not _proven(existing):   # not fgraph's (a backup put there?): never overwritten, never removed
+                raise not_ours(marker, "scrub marker")
             return  # an older scrub is still owed: keep its transaction, the next scrub covers both
         _record(marker, tx)
     except FgraphError as exc:
@@ -59,12 +83,13 @@ def owe(path: str, tx: int) -> None:
 
 
 def _record(marker: str, tx: int | None) -> None:
-    write_atomically(marker, json.dumps({"tx": tx, "since": time.time()}).encode("utf-8"), "scrub marker")
+    write_atomically(marker, json.dumps({"fgraph": SCRUB_FORMAT, "since": time.time(), "tx": tx}).encode("utf-8"),
+                     "scrub marker")
 
 
 def forgive(path: str) -> None:
     """Remove the marker of an erasing transaction that rolled back: nothing was erased, nothing is owed."""
-    remove_sidecar(marker_path(path), "scrub marker")
+    remove_marker(marker_path(path), "scrub marker", _proven)
 
 
 def pending(path: str) -> dict | None:
@@ -80,13 +105,10 @@ def pending(path: str) -> dict | None:
         return {"tx": None, "problem": exc.message}
     if raw is None:
         return None
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        record = None
-    # fgraph's own marker, damaged (a crash while it was first written): a scrub is owed, and a
-    # repair, which rewrites or removes the marker, is the remedy
-    return record if isinstance(record, dict) else {"tx": None}
+    record = marker_record(raw)
+    if record is None:   # written atomically, so never torn: a file there that does not prove it is not ours
+        return {"tx": None, "problem": not_ours(marker, "scrub marker").message}
+    return record
 
 
 def checkpoint_truncate(conn) -> tuple[bool, int]:
@@ -109,7 +131,7 @@ def scrub(conn, path: str, tx: int | None) -> dict:
     frames, failure = -1, None
     try:
         for derived in vector_index_files(path):   # copies of vectors: rebuilt by the next indexed search
-            remove_sidecar(derived, "vector index")
+            remove_vector_index_file(derived)
     except FgraphError as exc:
         failure = exc
     try:
@@ -130,7 +152,7 @@ def scrub(conn, path: str, tx: int | None) -> dict:
     # the state (and by doctor), never raised as if the excision had failed.
     if completed:
         try:
-            remove_sidecar(marker, "scrub marker")
+            remove_marker(marker, "scrub marker", _proven)
         except FgraphError as exc:
             completed, failure = False, exc
     if completed:

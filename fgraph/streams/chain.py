@@ -21,7 +21,7 @@ import fcntl
 import os
 import re
 
-from fgraph.core import files
+from fgraph.core import files, sidecars
 from fgraph.core.errors import Conflict, FormatError, NotFound
 from fgraph.streams.digest import hasher
 
@@ -52,7 +52,7 @@ class ChainWriter:
     """Appends the links of the lines it is given to the chain file at ``path``."""
 
     def __init__(self, path: str):
-        files.refuse_sidecar_name(path, "chain file")
+        sidecars.refuse_sidecar_name(path, "chain file")
         self.path = path
         self._fd = files.open_sidecar(path, "chain file")
         try:

@@ -9,7 +9,7 @@ import pytest
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 from fgraph.core.files import (
-    fsync_directory, fsync_file, open_sidecar, publish, read_sidecar, refuse_sidecar_name, remove_sidecar, same_file,
+    fsync_directory, fsync_file, open_sidecar, publish, read_sidecar, remove_sidecar, same_file,
     sweep_abandoned_temporaries, write_atomically,
 )
 
@@ -139,17 +139,6 @@ def test_removing_a_sidecar_removes_a_link_not_its_target_and_refuses_a_director
         with pytest.raises(Conflict, match="directory|FIFO"):
             remove_sidecar(str(tmp_path / name), "scrub marker")
     assert (tmp_path / "dir").is_dir() and os.path.lexists(tmp_path / "fifo")
-
-
-@pytest.mark.parametrize("name", ["s.db-journal", "s.db-wal", "s.db-shm", "x-wal"])
-def test_a_new_file_may_not_take_a_sqlite_sidecar_name(tmp_path, name):
-    with pytest.raises(Conflict, match="SQLite would take it for part of that database"):
-        refuse_sidecar_name(str(tmp_path / name), "backup destination")
-
-
-@pytest.mark.parametrize("name", ["s.db", "wal", "-wal", "s.db.wal", "journal.db"])
-def test_ordinary_names_pass(tmp_path, name):
-    refuse_sidecar_name(str(tmp_path / name), "backup destination")
 
 
 def test_a_read_only_directory_is_read_only_not_an_os_error(tmp_path):

@@ -4,7 +4,6 @@ that doctor reports and that `doctor --repair` or the next excision finishes, by
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import time
@@ -80,12 +79,16 @@ def test_marker_path_and_pending(tmp_path):
     assert scrub.pending(path) == {"tx": 70, "since": 1.5}
 
 
-@pytest.mark.parametrize("content", ["", "{not json", "\xff"])
-def test_unreadable_marker_still_counts_as_pending(tmp_path, content):
+@pytest.mark.parametrize("content", ["", "{not json", "\xff", '{"tx": 70}', '{"fgraph": "other/1", "tx": 70}',
+                                     '{"tx": "70", "since": 1}'])
+def test_a_marker_that_does_not_prove_itself_is_pending_with_a_problem(tmp_path, content):
+    """Issue 47 item 6: a marker is written atomically, so never torn; a file that does not say it is
+    fgraph's marker is reported as a problem (and left alone), never taken for a scrub owed."""
     path = str(tmp_path / "m.db")
     with open(path + ".scrub-pending", "w", encoding="utf-8") as handle:
         handle.write(content)
-    assert scrub.pending(path) == {"tx": None}
+    owed = scrub.pending(path)
+    assert owed["tx"] is None and "is not fgraph's scrub marker" in owed["problem"]
 
 
 def test_memory_databases_never_pend():
@@ -225,7 +228,7 @@ def test_blocked_scrub_records_its_transaction(tmp_path):
         assert state["checkpoint"].startswith("pending: another connection holds the WAL open (")
         assert "`fgraph doctor --repair`" in state["checkpoint"]
         marker = scrub.pending(str(path))
-        assert set(marker) == {"tx", "since"}
+        assert set(marker) == {"fgraph", "tx", "since"} and marker["fgraph"] == "fgraph-scrub-pending/1"
         assert marker["tx"] == report["tx"]
         assert before <= marker["since"] <= time.time()
         assert canary_hits(path)["s.db-wal"] > 0  # the control: old page images are still in the WAL
@@ -289,17 +292,19 @@ def test_the_next_excision_finishes_a_pending_scrub(tmp_path):
         db.close()
 
 
-def test_repair_clears_an_unreadable_marker(tmp_path):
+def test_repair_leaves_a_marker_that_does_not_prove_itself(tmp_path):
     path = tmp_path / "s.db"
     db = open_store(path)
     try:
         db.transact({"id": "a", "v/short": "x"})
         with open(scrub.marker_path(str(path)), "w", encoding="utf-8") as handle:
             handle.write("garbage")
-        assert db.doctor()["problems"] == [
-            "excision scrub pending since transaction None: erased bytes may remain in the file or its WAL"]
-        assert db.doctor(repair=True)["ok"] is True
-        assert scrub.pending(str(path)) is None
-        assert glob.glob(str(tmp_path / "*.scrub-pending")) == []
+        [problem] = db.doctor()["problems"]
+        assert "is not fgraph's scrub marker" in problem and "left alone" in problem
+        repaired = db.doctor(repair=True)
+        assert repaired["ok"] is False and repaired["problems"] == [problem]
+        assert (tmp_path / "s.db.scrub-pending").read_text(encoding="utf-8") == "garbage"
+        os.unlink(scrub.marker_path(str(path)))
+        assert db.doctor()["ok"] is True and scrub.pending(str(path)) is None
     finally:
         db.close()

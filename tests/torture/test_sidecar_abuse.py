@@ -32,7 +32,8 @@ def _excise(work):
 COMMANDS = {
     "add": (lambda work: ["--db", "s.db", "add", '{"id":"new","t/n":1}'], ("s.db-wal", "s.db-shm", "s.db-journal"), "s.db"),
     "excise": (_excise, ("s.db.scrub-pending", "s.db-wal"), "s.db"),
-    "doctor-repair": (lambda work: ["--db", "s.db", "doctor", "--repair"], ("s.db.scrub-pending", "s.db-wal"), "s.db"),
+    "doctor-repair": (lambda work: ["--db", "s.db", "doctor", "--repair"],
+                      ("s.db.scrub-pending", "s.db.excisions-owed", "s.db-wal"), "s.db"),
     "sync": (lambda work: ["sync", "--from", "s.db", "--to", "t.db"],
              ("t.db.sync.json", "t.db.sync.lock", "t.db-wal", "t.db-shm", "t.db"), "t.db"),
     "backup": (lambda work: ["--db", "s.db", "backup", "b.db"], ("b.db", "b.db-wal", "b.db-journal"), "s.db"),
@@ -138,6 +139,43 @@ def _run_in(work, argv):
         return cli(*argv, timeout=PER_RUN_SECONDS)
     finally:
         os.chdir(previous)
+
+
+#: issue 47 item 6: fgraph's own sidecar names, of the open store and of another, as a destination
+OWN_NAMES = ("s.db.scrub-pending", "s.db.excisions-owed", "s.db.sync.json", "s.db.sync.lock", "s.db.signing-key",
+             "s.db.vectors-3.usearch", "s.db.vectors-3.json", "x.db.sync.json", "x.db.scrub-pending")
+DESTINATIONS = {
+    "backup": lambda name: ["--db", "s.db", "backup", name],
+    "restore-backup": lambda name: ["restore-backup", "base-backup.db", name],
+    "new-db": lambda name: ["--db", name, "add", '{"id":"x"}'],
+    "sync-to": lambda name: ["sync", "--from", "s.db", "--to", name],
+}
+
+
+@pytest.mark.parametrize("planted", ["nothing", "someones-file"])
+@pytest.mark.parametrize("command", sorted(DESTINATIONS))
+def test_no_command_writes_under_one_of_fgraphs_own_sidecar_names(base, tmp_path, command, planted):
+    """Each name refused with a typed Conflict before anything is written: a file already there is
+    byte-identical, nothing new appears, the store is as it was (before: backup published there)."""
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    before = state(work / "s.db")
+    for name in OWN_NAMES:
+        if planted == "someones-file":
+            (work / name).write_bytes(VICTIM)
+        listing = sorted(p.name for p in work.iterdir())
+        code, out, err = _run_in(work, DESTINATIONS[command](name))
+        RESULTS["runs"] += 1
+        assert is_typed_failure(code, out, err), (command, name, err)
+        if planted == "nothing" or command in ("backup", "restore-backup"):
+            assert err.startswith("Conflict:") and "is named like the" in err, (command, name, err)
+        # else a file with data there is opened as the store it claims to be, and refused as no database
+        RESULTS["refused"] += 1
+        assert sorted(p.name for p in work.iterdir()) == listing, (command, name)
+        if planted == "someones-file":
+            assert (work / name).read_bytes() == VICTIM, (command, name)
+            (work / name).unlink()
+    assert state(work / "s.db") == before
 
 
 def test_zz_sidecar_summary():

@@ -17,6 +17,12 @@ and every event of it is reported ``already_applied``.
 
 One syncer writes into a target at a time: it holds an advisory lock on ``<target>.sync.lock``
 (released by the kernel however the process ends); a second one fails with ``Conflict``.
+
+The operator chose each source file, so its events need no seal. Its excisions are sealed by the
+source's key (``<source>.signing-key``, created on the first one) and checked like a log's: the key
+must be the one the target pinned for that store (or its ``--trust`` policy names), and the target
+is erased only when that store introduced it here (decisions T1–T3 in docs/forgetting.md). A source
+refused is set aside for the run, the others go on, and the run ends with a typed error.
 """
 
 from __future__ import annotations
@@ -27,14 +33,19 @@ import os
 import time
 
 from fgraph.core.files import open_sidecar, read_sidecar, same_file, write_atomically
+from fgraph.core.sidecars import SYNC_CURSOR, SYNC_LOCK, refuse_sidecar_name
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.checks import is_strict_int, positive_number, strict_int
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError, rewrap
 from fgraph.core.limits import GENESIS_TX, SYNC_BATCH, SYNC_INTERVAL
 from fgraph.ops.propagate import is_excision_line
+from fgraph.bridges.sync import signing
+from fgraph.bridges.sync.forgetting import provenance_runs
+from fgraph.bridges.sync.log import store_id
+from fgraph.bridges.sync.trust import FILE_SCOPE, Refused, Trust, refused_summary
 
-CURSOR_SUFFIX = ".sync.json"
-LOCK_SUFFIX = ".sync.lock"
+CURSOR_SUFFIX = SYNC_CURSOR   # the names: fgraph.core.sidecars
+LOCK_SUFFIX = SYNC_LOCK
 CURSOR_FORMAT = "fgraph-sync-cursor/1"
 STOP_CHECK = 0.05          # longest sleep between two looks at ``stop`` while idle
 
@@ -77,6 +88,16 @@ class Source:
         self.counts = {"already_applied": 0, "applied": 0, "batches": 0, "events": 0, "noop": 0,
                        "redacted_held": 0, "redacted_skipped": 0, "remainders": 0, "stood_in": 0}
         self.stand_ins = None                           # the target's, set when the target is open
+        self.trust: Trust | None = None                 # the target's, set when the target is open
+        self.store = store_id(db)
+        self.signing_key: str | None = None             # --signing-key, else <source>.signing-key
+        self.refused: Refused | None = None             # why this source was set aside in this run
+
+    def seal_excision(self, record: dict) -> tuple:
+        """The excision record's line and its seal by this store's key (created on first use)."""
+        line = dumps(record)
+        signer = signing.for_store(self.path, self.signing_key)
+        return line, signer.seal(FILE_SCOPE, self.store, "excision", "excision:" + record["event"], None, line)
 
     def resume(self, entry, target) -> None:
         """Take the position from a cursor entry when it still holds for this source and the target."""
@@ -218,13 +239,19 @@ def _redacted(source: Source, target, tx: int, line: str) -> None:
     record = loads(line)
     event = record["event"]
     if "redacts" in record:
-        source.excisions.append(target.carry_out_excision(source.db.excision_record(event), source.path))
+        excision = source.db.excision_record(event)
+        sealed, seal = source.seal_excision(excision)
+        where = f"{source.path!r}, the excision record of event {event} (source tx {tx})"
+        source.trust.check(source.store, seal, FILE_SCOPE, "excision", "excision:" + event, None, sealed, where)
+        source.excisions.append(target.carry_out_excision(
+            excision, source.path, allow=source.trust.allow_erasure(source.store, where, source=source.db)))
         return
     if target.holds_event(event):
         source.counts["redacted_held"] += 1
         source.anchor = (tx, event)
         return
     remainder = source.db.redacted_remainder(event)
+    tx_before = target.latest_tx()
     try:
         summary = target.apply_summary([remainder])
     except FgraphError as exc:
@@ -234,6 +261,24 @@ def _redacted(source: Source, target, tx: int, line: str) -> None:
                      "> s.ndjson`, then `fgraph --db NEW restore s.ndjson`) and sync into that") from exc
     source.counts["remainders"] += summary["applied"]
     source.counts["redacted_skipped"] += 1
+    _note_provenance(source, target, tx_before, summary, [remainder])
+
+
+def _kept(lines, into: list):
+    """``lines``, each also kept in ``into`` (for the provenance note after the commit)."""
+    for line in lines:
+        into.append(line)
+        yield line
+
+
+def _note_provenance(source: Source, target, before: int, summary: dict, lines: list) -> None:
+    """Note that ``source``'s store brought the target's transactions its ``lines`` made (T3)."""
+    if summary["applied"] and source.trust is not None:
+        events = {}
+        for line in lines:
+            start = line.find('"event":"')
+            events[line[start + 9:start + 45]] = source.store
+        source.trust.note_provenance(provenance_runs(target, before, events))
 
 
 def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
@@ -255,10 +300,13 @@ def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
                 continue
             since = source.position
             run = _Run(first, pairs, batch_size - read)
+            tx_before = target.latest_tx()
+            lines: list = []
             try:
-                summary = target.apply_summary(iter(run), skip=source.stand_ins.covers)
+                summary = target.apply_summary(_kept(run, lines), skip=source.stand_ins.covers)
             except FgraphError as exc:
                 raise _located(exc, source, since, through) from exc
+            _note_provenance(source, target, tx_before, summary, lines)
             read += run.count
             source.position = run.last[0]
             source.anchor = (source.position, _event_of(run.last[1]))
@@ -281,12 +329,18 @@ def sync_round(sources: list, target, cursors: Cursors, batch_size: int, stop) -
     read = 0
     for source in sources:
         source.latest = source.db.latest_tx()
-    active = [s for s in sources if s.position < s.latest]
+    active = [s for s in sources if s.position < s.latest and s.refused is None]
     while active and not stop():
         for source in list(active):
             if stop():
                 break
-            count = sync_batch(source, target, source.latest, batch_size)
+            try:
+                count = sync_batch(source, target, source.latest, batch_size)
+            except Refused as refused:      # set aside for this run; the other sources go on
+                source.refused = refused
+                cursors.save(source)
+                active.remove(source)
+                continue
             if count:
                 cursors.save(source)
                 read += count
@@ -305,18 +359,24 @@ def _wait(seconds: float, stop) -> None:
 
 
 def sync(sources, target: str, *, batch_size: int = SYNC_BATCH, follow: bool = False,
-         interval: float = SYNC_INTERVAL, stop=None) -> dict:
+         interval: float = SYNC_INTERVAL, stop=None, trust: str | None = None, accept_keys=(),
+         signing_key: str | None = None) -> dict:
     """Apply every new event of each store in ``sources`` to ``target`` (created if missing).
 
     Without ``follow`` it returns once each source is synced up to its latest transaction at the
     start; with ``follow`` it keeps polling every ``interval`` seconds until ``stop()`` is true.
-    Returns the summary: totals, the target's ``basis_tx`` and one report per source.
+    Returns the summary: totals, the target's ``basis_tx`` and one report per source. Excisions
+    are sealed by ``signing_key`` (one source) or each source's own key and checked against the
+    target's pins, ``accept_keys`` (``STORE:KEY``) or the ``trust`` policy file (T1–T3).
     """
     sources = [str(s) for s in sources]
     target = str(target)
     strict_int(batch_size, "batch_size={value!r} is invalid", "pass a positive number of events", low=1)
     positive_number(interval, "interval={value!r} is invalid", "pass a positive, finite number of seconds")
     check_paths(sources, target)
+    if signing_key is not None and len(sources) > 1:
+        raise ValueTypeError("--signing-key names the key of one store, and several are synced",
+                             "sync each store on its own, or let each use its own <db>.signing-key")
     stop = stop or (lambda: False)
     from fgraph.db import connect  # here, not at the top: `fgraph --help` imports this module
     with contextlib.ExitStack() as stack:
@@ -333,19 +393,24 @@ def sync(sources, target: str, *, batch_size: int = SYNC_BATCH, follow: bool = F
         # symbolic link) must meet the same lock, and no sidecar is written through a link. Both
         # are checked before the target is opened, so a refused run creates no empty target.
         beside = os.path.realpath(target)
+        refuse_sidecar_name(target, "sync target")   # never a sidecar's name: no lock or cursor made beside one
         stack.enter_context(target_lock(beside))
         cursors = Cursors(cursor_path(beside))
+        trusted = Trust(beside, policy=trust, accept=accept_keys)
         db = stack.enter_context(connect(target))
         stand_ins = db.stand_ins()
         for source in opened:
             source.resume(cursors.sources.get(source.key), db)
-            source.stand_ins = stand_ins
+            source.stand_ins, source.trust, source.signing_key = stand_ins, trusted, signing_key
         while True:
             read = sync_round(opened, db, cursors, batch_size, stop)
             if not follow or stop():
                 break
             if not read:
                 _wait(interval, stop)
+        refused = [s.refused for s in opened if s.refused is not None]
+        if refused:
+            raise refused_summary(refused, target)
         totals = {key: sum(s.counts[key] for s in opened)
                   for key in ("already_applied", "applied", "events", "noop", "redacted_held", "redacted_skipped",
                               "remainders", "stood_in")}

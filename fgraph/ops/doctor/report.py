@@ -14,10 +14,13 @@ ADVICE_REPAIR = "repairable: run `fgraph --db PATH doctor --repair`"
 ADVICE_RESTORE = ("not repairable in place: keep this file for analysis and restore from a verified backup "
                   "(`fgraph restore-backup BACKUP DEST`) or a snapshot")
 ADVICE_DIGEST = "the file does not hold the expected state: take a new backup and compare its digest"
-ADVICE_MARKER = ("the database itself is not damaged: remove that entry by hand, then run "
+ADVICE_MARKER = ("the database itself is not damaged: remove that entry by hand (or move it elsewhere if it is a "
+                 "file of yours: fgraph never removes what it did not write), then run "
                  "`fgraph --db PATH doctor --repair` to finish the scrub")
+ADVICE_NOTE = ("the database itself is not damaged: remove that entry by hand (or move it elsewhere if it is a "
+               "file of yours: fgraph never removes what it did not write), then run the same `fgraph sync` again")
 #: advice for the problems whose remedy is neither a repair nor a restore
-ADVICE_BY_KIND = {"digest": ADVICE_DIGEST, "scrub_marker": ADVICE_MARKER}
+ADVICE_BY_KIND = {"digest": ADVICE_DIGEST, "scrub_marker": ADVICE_MARKER, "excision_note": ADVICE_NOTE}
 
 
 @dataclass(frozen=True)

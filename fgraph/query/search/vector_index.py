@@ -26,7 +26,7 @@ import os
 
 import orjson
 
-from fgraph.core import files
+from fgraph.core import files, sidecars
 from fgraph.core.canonical import loads
 from fgraph.core.errors import FgraphError, Unsupported
 from fgraph.core.limits import EVENT_KEYS
@@ -34,7 +34,7 @@ from fgraph.core.payload import payload_bytes, verified_text
 from fgraph.core.settings import VECTOR_INDEX, read
 from fgraph.core.values import TAG_VECTOR
 
-FORMAT = "fgraph-vector-index/1"
+FORMAT = sidecars.VECTOR_INDEX_FORMAT   # what proves the metadata (and so the index beside it) fgraph's
 REBUILD_EVENTS = 5000      # events since the index's basis read before a rebuild is cheaper
 CANDIDATES = 8             # candidates asked of the index per entity of the list's cap
 MIN_VECTORS = 20_000       # below this many, no index is built (the exact list is faster, docs/search.md V1)
@@ -79,7 +79,7 @@ def for_search(conn, a: int, name: str, dims, basis: int):
 
 
 def paths(db_path: str, a: int) -> tuple[str, str]:
-    stem = f"{db_path}{files.VECTOR_INDEX_INFIX}{a}"
+    stem = f"{db_path}{sidecars.VECTOR_INDEX_INFIX}{a}"
     return stem + ".usearch", stem + ".json"
 
 
