@@ -192,12 +192,14 @@ class Db:
         from fgraph.ops import propagate
         return propagate.StandIns(self.connection)
 
-    def carry_out_excision(self, record: JSONObject, source: str) -> JSONObject:
-        """Perform another store's excision (its ``excision/1`` record) on this store, once."""
+    def carry_out_excision(self, record: JSONObject, source: str,
+                           allow: Callable[[JSON, str, int, bool], None] | None = None) -> JSONObject:
+        """Perform another store's excision (its ``excision/1`` record) on this store, once;
+        ``allow`` may refuse it, told who introduced the target here (``propagate.carry_out``)."""
         from fgraph.ops import propagate
         self._writable()
         try:
-            return propagate.carry_out(self._session, self.path, propagate.check_record(record), source)
+            return propagate.carry_out(self._session, self.path, propagate.check_record(record), source, allow)
         finally:
             self._session.forget_cached_state()
 

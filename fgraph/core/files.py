@@ -9,10 +9,8 @@ way to create, read, replace and remove them, so that none can be turned against
   (kill -9 cannot be cleaned up after) is removed by the next write of the same file.
 - ``open_sidecar`` (a lock file) and ``read_sidecar`` never follow a link, never block on a FIFO
   and accept only a regular file; ``remove_sidecar`` removes a file or a link, nothing else.
-- ``create_private`` makes a secret (a signing key) owner-only with ``O_EXCL | O_NOFOLLOW``;
-  ``read_private`` refuses one that group or others may read, or another user owns.
-- ``append_sidecar`` and ``read_sidecar_lines`` keep an append-only note (sync provenance) with
-  the same rules, read back line by line in bounded memory.
+- ``create_private``/``read_private``: a secret (a signing key), owner-only or refused;
+  ``append_sidecar``/``read_sidecar_lines``: an append-only note, read back in bounded memory.
 - which names are a store's sidecars, and when a marker may be removed, is ``fgraph.core.sidecars``' part.
 - ``publish`` gives a finished copy (a backup, a restored backup) its name: fsynced first, then a
   hard link that never replaces anything (or, where asked, a rename over an empty regular file),
@@ -23,6 +21,7 @@ Every failure is a typed error naming the path and what to do; an ``OSError`` ne
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -279,9 +278,8 @@ PRIVATE_MODE = 0o600   # a secret beside a database (a signing key): its owner a
 
 
 def create_private(path: str, data: bytes, what: str) -> None:
-    """Create ``path`` holding ``data``, readable by its owner alone: ``O_EXCL | O_NOFOLLOW`` (a name
-    taken by anything, a link included, is refused, never overwritten), fsynced with its directory.
-    A half-written file is removed, so a failure leaves nothing that looks like a key."""
+    """Create ``path`` holding ``data``, owner-only, with ``O_EXCL | O_NOFOLLOW`` (a name taken by
+    anything, a link included, is refused), fsynced with its directory; a failure leaves nothing."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, PRIVATE_MODE)
     except FileExistsError:
@@ -300,16 +298,14 @@ def create_private(path: str, data: bytes, what: str) -> None:
             os.close(fd)
         fsync_directory(os.path.dirname(os.path.abspath(path)))
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
         raise os_failure(exc, path, what, "created") from None
 
 
 def read_private(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes | None:
-    """``read_sidecar`` for a secret: also refused when its group or others may read or write it,
-    or when another user owns it (a key someone else could read or swap is no key of ours)."""
+    """``read_sidecar`` for a secret, also refused when group or others may use it or another user
+    owns it (a key someone else could read or swap is no key of ours)."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -326,20 +322,29 @@ def read_private(path: str, what: str, limit: int = SIDECAR_READ_LIMIT) -> bytes
     return read_sidecar(path, what, limit)
 
 
-def append_sidecar(path: str, data: bytes, what: str) -> None:
-    """Append ``data`` to the regular file ``path`` (created when missing), durably: never through
-    a link, never onto a FIFO, device or directory."""
+def _open_regular(path: str, flags: int, what: str, verb: str) -> int | None:
+    """A descriptor on the regular file ``path`` (None when missing and not created): never through
+    a link, never blocking on a FIFO; anything but a regular file is a typed error."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
         if exc.errno == errno.ELOOP or os.path.islink(path):
-            raise Conflict(f"the {what} {path!r} is a symbolic link",
-                           "remove the link; fgraph never writes its files through links") from None
-        raise os_failure(exc, path, what) from None
+            raise Conflict(f"the {what} {path!r} is a symbolic link", "remove the link; fgraph never uses links there") from None
+        raise os_failure(exc, path, what, verb) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not a regular file", "remove it, then retry")
+    return fd
+
+
+def append_sidecar(path: str, data: bytes, what: str) -> None:
+    """Append ``data`` to the regular file ``path`` (created when missing), durably."""
+    fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, what, "written")
+    assert fd is not None   # O_CREAT: a missing file is made
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not a regular file", "remove it, then retry")
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
@@ -352,25 +357,12 @@ def append_sidecar(path: str, data: bytes, what: str) -> None:
 
 def read_sidecar_lines(path: str, what: str, line_limit: int = 4096) -> Iterator[bytes]:
     """The LF-terminated lines of the regular file ``path`` (none when it does not exist), streamed
-    with bounded memory; a link, FIFO or directory is a typed error, a line over ``line_limit``
-    bytes a ``FormatError``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
-    except FileNotFoundError:
+    with bounded memory; a line over ``line_limit`` bytes is a ``FormatError``."""
+    fd = _open_regular(path, os.O_RDONLY, what, "read")
+    if fd is None:
         return
-    except OSError as exc:
-        if exc.errno == errno.ELOOP or os.path.islink(path):
-            raise Conflict(f"the {what} {path!r} is a symbolic link",
-                           "remove the link; fgraph never reads its files through links") from None
-        raise os_failure(exc, path, what, "read") from None
     with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise Conflict(f"the {what} {path!r} is {_kind(mode)}, not a regular file", "remove it, then retry")
-        while True:
-            line = handle.readline(line_limit + 1)
-            if not line:
-                return
+        while line := handle.readline(line_limit + 1):
             if len(line) > line_limit:
                 raise FormatError(f"the {what} {path!r} has a line longer than fgraph writes there",
                                   "remove it, then retry")

@@ -16,6 +16,10 @@ event itself (so a publisher killed anywhere redoes all of it). A consumer carri
 on its target (``Db.carry_out_excision``: once, under the origin's operation id), skips the stubs
 it holds, takes the remainders of events it never had, and treats a predecessor the log no longer
 holds as settled once the record that erased it is carried out.
+
+Every side record is sealed by the publishing store's key like its events (``signing.py``); a
+consumer verifies each before use (``trust.py``) and carries an excision out only on what that
+store brought to the target (decision T3 in docs/forgetting.md).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import FgraphError, FormatError
 from fgraph.ops.propagate import check_record, is_excision_line, remainder_event
+from fgraph.bridges.sync.trust import Refused
 
 MAX_WALK = 100_000      # redacted predecessors followed back from one record before giving up
 
@@ -33,29 +38,33 @@ def publish_redacted(source, log, line: str) -> None:
     record = loads(line)
     event = record["event"]
     db, store = source.db, source.store
+
+    def put(kind: str, key: str, line: str, msg_id: str) -> None:
+        log.put(store, kind, key, line, msg_id, seal=source.signer.seal(source.scope, store, kind, msg_id, None, line))
     if "redacts" not in record:
         remainder = db.redacted_remainder(event)
         if remainder is not None:
-            log.put(store, "remainder", event, remainder, remainder_event(event))
+            put("remainder", event, remainder, remainder_event(event))
         return
     excision = db.excision_record(event)
     remainders = 0
     for redacted in excision["redacts"]:
         remainder = db.redacted_remainder(redacted)
         if remainder is not None:
-            log.put(store, "remainder", redacted, remainder, remainder_event(redacted))
+            put("remainder", redacted, remainder, remainder_event(redacted))
             remainders += 1
-    log.put(store, "excision", "", dumps(excision), "excision:" + event)
+    put("excision", "", dumps(excision), "excision:" + event)
     deleted = log.erase(store, set(excision["redacts"]))
     source.excisions.append({"event": event, "origin": excision["origin"], "target": excision["target"],
                              "messages_deleted": deleted, "remainders_published": remainders})
 
 
 class ExcisionIndex:
-    """The excision records of each store the consumer met, read from the log when a lookup misses."""
+    """The excision records of each store the consumer met, read from the log when a lookup misses;
+    a record read back whose seal does not verify is left out (delivered, it is refused loudly)."""
 
-    def __init__(self, log):
-        self.log = log
+    def __init__(self, log, trust):
+        self.log, self.trust = log, trust
         self.by_event: dict = {}
         self.by_redacted: dict = {}
         self.loaded: set = set()
@@ -72,12 +81,34 @@ class ExcisionIndex:
         if found is None and store not in self.loaded:
             self.loaded.add(store)   # read once per batch at most; ``fresh`` lets the next batch read again
             for line in self.log.excision_records(store):
-                self.add(store, parse(line))
+                record = parse(line)
+                try:
+                    self.trust.check(store, getattr(line, "seal", None), self.log.stream, "excision",
+                                     "excision:" + record["event"], None, line, f"{self.log.name}, excision records")
+                except Refused:
+                    continue
+                self.add(store, record)
             found = self.by_event.get(key) or self.by_redacted.get(key)
         return found
 
     def fresh(self) -> None:
         self.loaded.clear()
+
+
+def provenance_runs(db, before: int, stores: dict) -> list:
+    """The target's transactions after ``before`` as runs ``(store, first tx, last tx)`` of the store
+    that brought each (``stores``: event UUID → store); events of no known store end a run."""
+    runs: list = []
+    extends = False
+    for tx, line in db.iter_tx_events(before):
+        start = line.find('"event":"')
+        store = stores.get(line[start + 9:start + 45]) if start >= 0 else None
+        if store is not None and extends and runs[-1][0] == store:
+            runs[-1][2] = tx
+        elif store is not None:
+            runs.append([store, tx, tx])
+        extends = store is not None
+    return runs
 
 
 def parse(line: str) -> dict:
@@ -93,49 +124,70 @@ class Consumer:
     """Applies one fetched batch in order: ordinary events in as few transactions as the redacted
     lines and excisions between them allow; returns what to acknowledge and what to hand back."""
 
-    def __init__(self, db, log, counts: dict, excisions: list):
-        self.db, self.log, self.counts, self.excisions = db, log, counts, excisions
-        self.index = ExcisionIndex(log)
+    def __init__(self, db, log, counts: dict, excisions: list, trust):
+        self.db, self.log, self.counts, self.excisions, self.trust = db, log, counts, excisions, trust
+        self.index = ExcisionIndex(log, trust)
         self.stand_ins = db.stand_ins()
+        self.set_aside: list = []
 
     def process(self, records) -> tuple[list, list]:
+        """What to acknowledge and what to hand back; records refused are in ``set_aside`` (with
+        their error), neither applied nor acknowledged."""
         self.index.fresh()
-        self.done, self.lines, later, held, self.known = [], [], [], set(), set()
+        self.done, self.lines, later, held, self.known, self.set_aside = [], [], [], set(), set(), []
         for record in records:
-            if record.kind == "remainder":        # read when needed, by its redacted event
-                self.done.append(record)
-                continue
-            if record.kind == "excision":
-                self.flush()
-                parsed = parse(record.line)
-                self.index.add(record.store, parsed)
-                self.carry_out(parsed)
-                self.done.append(record)
-                continue
-            if record.store in held:
-                later.append(record)
-                continue
-            steps = self.walk(record.store, record.prev)
-            if steps is None or (is_excision_line(record.line) and not self.redacted(record, steps)):
-                held.add(record.store)
-                later.append(record)
-                continue
-            if not is_excision_line(record.line):
-                self.perform(record.store, steps)
-                self.lines.append(record)
-            self.known.add(record.event)
+            try:
+                self.trust.check(record.store, record.seal, self.log.stream, record.kind, record.event, record.prev,
+                                 record.line, record.where or self.log.name)
+                self.one(record, later, held)
+            except Refused as refused:
+                self.set_aside.append((record, refused))
         self.flush()
         return self.done, later
+
+    def one(self, record, later: list, held: set) -> None:
+        if record.kind == "remainder":        # read when needed, by its redacted event
+            self.done.append(record)
+            return
+        if record.kind == "excision":
+            self.flush()
+            parsed = parse(record.line)
+            self.index.add(record.store, parsed)
+            self.carry_out(parsed, record.store, record.where)
+            self.done.append(record)
+            return
+        if record.store in held:
+            later.append(record)
+            return
+        steps = self.walk(record.store, record.prev)
+        if steps is None or (is_excision_line(record.line) and not self.redacted(record, steps)):
+            held.add(record.store)
+            later.append(record)
+            return
+        if not is_excision_line(record.line):
+            self.perform(record.store, steps, record.where)
+            self.lines.append(record)
+        self.known.add(record.event)
 
     def flush(self) -> None:
         if not self.lines:
             return
-        summary = self.db.apply_summary((record.line for record in self.lines), skip=self.stand_ins.covers)
-        for key in ("already_applied", "applied", "events", "noop", "stood_in"):
-            self.counts[key] += summary[key]
+        stores = {record.event: record.store for record in self.lines}
+        self.applied(stores, (record.line for record in self.lines), skip=self.stand_ins.covers)
         self.counts["batches"] += 1
         self.done.extend(self.lines)
         self.lines = []
+
+    def applied(self, stores: dict, lines, skip=None) -> dict:
+        """Apply ``lines`` in one transaction, then note which store brought each new transaction
+        (``stores``: event → store), so that store's excisions may erase what it introduced."""
+        before = self.db.latest_tx()
+        summary = self.db.apply_summary(lines, skip=skip)
+        for key in ("already_applied", "applied", "events", "noop", "stood_in"):
+            self.counts[key] += summary[key]
+        if summary["applied"]:
+            self.trust.note_provenance(provenance_runs(self.db, before, stores))
+        return summary
 
     def walk(self, store: str, prev):
         """The steps that settle ``prev`` (oldest first), None while the log cannot say yet."""
@@ -154,12 +206,12 @@ class Consumer:
                 prev = record["chain"].get(prev)
         return None
 
-    def perform(self, store: str, steps) -> None:
+    def perform(self, store: str, steps, where: str = "") -> None:
         if steps:
             self.flush()
         for kind, record, event in steps:
             if kind == "excise":
-                self.carry_out(record)
+                self.carry_out(record, store, f"met before {where}")
             else:
                 self.take_remainder(store, event)
             self.known.add(event)
@@ -172,10 +224,10 @@ class Consumer:
             found = self.index.covering(record.store, event)
             if found is None:
                 return False
-            self.perform(record.store, steps)
-            self.carry_out(found)
+            self.perform(record.store, steps, record.where)
+            self.carry_out(found, record.store, f"met at {record.where}")
         else:
-            self.perform(record.store, steps)
+            self.perform(record.store, steps, record.where)
             if self.db.holds_event(event):
                 self.counts["redacted_held"] += 1
             else:
@@ -188,11 +240,18 @@ class Consumer:
         if line is None:
             self.counts["redacted_skipped"] += 1
             return
+        msg_id = remainder_event(event)
+        self.trust.check(store, getattr(line, "seal", None), self.log.stream, "remainder", msg_id, None, line,
+                         f"{self.log.name}, the remainder of {event}")
+        before = self.db.latest_tx()
         summary = self.db.apply_summary([line])
+        if summary["applied"]:
+            self.trust.note_provenance(provenance_runs(self.db, before, {msg_id: store}))
         self.counts["remainders"] += summary["applied"]
         self.counts["redacted_skipped"] += 1
 
-    def carry_out(self, record: dict) -> None:
-        outcome = self.db.carry_out_excision(record, self.log.name)
+    def carry_out(self, record: dict, store: str, where: str = "") -> None:
+        where = f"the excision record of event {record['event']}, {where or self.log.name}"
+        outcome = self.db.carry_out_excision(record, self.log.name, allow=self.trust.allow_erasure(store, where))
         if not any(seen["origin"] == outcome["origin"] for seen in self.excisions):
             self.excisions.append(outcome)

@@ -11,6 +11,11 @@ beside the target. Through a log the positions live in the log itself:
   target), records applied in bounded batches, each batch one target transaction, acknowledged
   only after that transaction commits. A record delivered twice is ``already_applied``.
 
+Every record is sealed by its store's signing key (``signing.py``, decision T1 in docs/forgetting.md)
+and the consumer acts on none that does not verify under the key its target pinned for that store or
+its trust policy names (``trust.py``, T2); a record refused is set aside, not acknowledged, the other
+stores go on, and the run ends with a typed error naming it.
+
 Every record also names the event that precedes it in its source (``prev``). The consumer applies
 a record only when ``prev`` is already in the target (or earlier in the same batch), and hands the
 others back to the log for later: a log that redelivers out of order (a consumer restarted while
@@ -35,7 +40,10 @@ from fgraph.core.checks import positive_number, strict_int
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, ValueTypeError, rewrap
 from fgraph.core.limits import GENESIS_TX, SYNC_BATCH, SYNC_INTERVAL, SYNC_RETRY
 from fgraph.ops.propagate import is_excision_line
+from fgraph.bridges.sync import signing
 from fgraph.bridges.sync.forgetting import Consumer, publish_redacted
+from fgraph.bridges.sync.signing import Seal
+from fgraph.bridges.sync.trust import Trust, refused_summary
 
 
 class LogUnavailable(NotFound):
@@ -52,18 +60,35 @@ class Record:
     prev: str | None
     handle: Any = field(default=None, repr=False)   # the adapter's own message object
     kind: str = "event"                             # "excision" and "remainder" records carry forgetting
+    seal: Seal | None = None                        # the publisher's key and signature, as the log carried them
+    where: str = ""                                 # where the log keeps it (subject, sequence), for errors
+
+
+class SealedLine(str):
+    """A side record's line (``excision_records``, ``remainder``) with the seal it was published with."""
+
+    seal: Seal | None = None
+
+    @classmethod
+    def of(cls, line: str, seal: Seal | None) -> SealedLine:
+        sealed = cls(line)
+        sealed.seal = seal
+        return sealed
 
 
 class Log(Protocol):
     """What ``publish`` and ``consume`` need from a log (one adapter per kind of log)."""
 
     name: str
+    stream: str    # the log's own name, the same from every client: what a seal covers (never a server address)
 
     def last(self, store: str) -> str | None:
         """The event UUID of the last record under ``store``'s key, None when there is none."""
 
-    def append(self, store: str, source: str, line: str, event: str, prev: str | None) -> bool:
-        """Append one event durably, in order after ``prev``; returns False when the log already had it."""
+    def append(self, store: str, source: str, line: str, event: str, prev: str | None, *,
+               seal: Seal | None = None) -> bool:
+        """Append one event durably, in order after ``prev``, with its ``seal`` (delivered with it);
+        returns False when the log already had it."""
 
     def fetch(self, consumer: str, limit: int, wait: float) -> list[Record]:
         """At most ``limit`` records for the durable ``consumer`` (empty after ``wait`` seconds idle)."""
@@ -81,14 +106,15 @@ class Log(Protocol):
         """Release the connection; the log keeps its records (a handle is also a context manager)."""
 
     # forgetting (fgraph.bridges.sync.forgetting, docs/forgetting.md F2)
-    def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
-        """Publish an excision record or a remainder beside ``store``'s events (delivered to consumers too)."""
+    def put(self, store: str, kind: str, key: str, line: str, msg_id: str, *, seal: Seal | None = None) -> bool:
+        """Publish an excision record or a remainder beside ``store``'s events (delivered to consumers
+        too), with its ``seal``."""
 
     def excision_records(self, store: str) -> list[str]:
-        """Every excision record published for ``store``, oldest first."""
+        """Every excision record published for ``store``, oldest first (``SealedLine``s: with their seals)."""
 
     def remainder(self, store: str, event: str) -> str | None:
-        """The remainder published for ``store``'s redacted event ``event``."""
+        """The remainder published for ``store``'s redacted event ``event`` (a ``SealedLine``)."""
 
     def erase(self, store: str, events: set) -> int:
         """Delete the records of ``store`` that carry ``events``; returns how many were deleted."""
@@ -139,8 +165,9 @@ def _check(batch_size, interval) -> None:
 class _Published:
     """One source store being published: its handle, identity, position and counts."""
 
-    def __init__(self, path: str, db, log: Log):
+    def __init__(self, path: str, db, log: Log, signer: signing.Signer):
         self.path, self.db, self.store = path, db, store_id(db)
+        self.signer, self.scope = signer, log.stream
         self.position, self.prev, self.since, self.stale = GENESIS_TX, None, GENESIS_TX, False
         self.counts = {"events": 0, "published": 0, "duplicates": 0}
         self.excisions: list = []
@@ -163,21 +190,27 @@ class _Published:
         self.prev = event
 
     def report(self) -> dict:
-        return {"source": self.path, "store": self.store, "since": self.since, "position": self.position,
+        return {"source": self.path, "store": self.store, "key": self.signer.key_id, "since": self.since,
+                "position": self.position,
                 "latest": self.db.latest_tx(), **self.counts, "excisions": self.excisions}
 
 
 def publish(sources, log: Log, *, batch_size: int = SYNC_BATCH, follow: bool = False,
-            interval: float = SYNC_INTERVAL, retry: float = SYNC_RETRY, stop=None) -> dict:
+            interval: float = SYNC_INTERVAL, retry: float = SYNC_RETRY, stop=None,
+            signing_key: str | None = None) -> dict:
     """Append every event of each store in ``sources`` that ``log`` does not hold yet, in each
     store's commit order, the stores taking turns batch by batch; with ``follow``, keep going
     until ``stop()``. An unavailable log is retried for ``retry`` seconds, resuming from what
-    the log holds."""
+    the log holds. Each record is sealed with its store's key (``signing_key``, or
+    ``<source>.signing-key``, created on first use)."""
     _check(batch_size, interval)
     stop = stop or (lambda: False)
     paths = [str(s) for s in sources]
     if not paths:
         raise ValueTypeError("sync needs at least one source", "pass --from PATH once per source store")
+    if signing_key is not None and len(paths) > 1:
+        raise ValueTypeError("--signing-key names the key of one store, and several are published",
+                             "publish each store on its own, or let each use its own <db>.signing-key")
     from fgraph.db import connect
     with contextlib.ExitStack() as stack:
         opened = []
@@ -185,7 +218,8 @@ def publish(sources, log: Log, *, batch_size: int = SYNC_BATCH, follow: bool = F
             if not os.path.exists(path):
                 raise NotFound(f"source {path!r} does not exist", "check the path of --from")
             db = stack.enter_context(connect(path, read_only=True))
-            opened.append(_retrying(lambda: _Published(path, db, log), retry, stop))
+            signer = signing.for_store(path, signing_key)   # before anything is published: a bad key stops here
+            opened.append(_retrying(lambda: _Published(path, db, log, signer), retry, stop))
         ids = [s.store for s in opened]
         if len(set(ids)) != len(ids):
             raise ValueTypeError("two sources are the same store (copies of one file)", "name each store once")
@@ -218,7 +252,8 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
             try:
                 if is_excision_line(line):
                     publish_redacted(source, log, line)
-                fresh = log.append(source.store, source.path, line, event, source.prev)
+                seal = source.signer.seal(source.scope, source.store, "event", event, source.prev, line)
+                fresh = log.append(source.store, source.path, line, event, source.prev, seal=seal)
             except LogUnavailable:
                 source.stale = True
                 raise
@@ -234,23 +269,32 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
 
 
 def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool = False,
-            interval: float = SYNC_INTERVAL, retry: float = SYNC_RETRY, stop=None) -> dict:
+            interval: float = SYNC_INTERVAL, retry: float = SYNC_RETRY, stop=None,
+            trust: str | None = None, accept_keys=()) -> dict:
     """Apply the log's events to ``target`` (created if missing) through the target's durable
     consumer, batch by batch, acknowledging each batch after its transaction commits. Without
-    ``follow`` it returns once the consumer has nothing pending."""
+    ``follow`` it returns once the consumer has nothing pending but what it refused.
+
+    A record is acted on only when its seal verifies under its store's key (pinned on first use
+    beside the target, accepted with ``accept_keys`` ``STORE:KEY``, or named by the ``trust`` policy
+    file); one that does not is set aside — never applied, never acknowledged, the other stores
+    going on — and the run ends with a ``Conflict`` naming it (decision T2 in docs/forgetting.md)."""
     _check(batch_size, interval)
     stop = stop or (lambda: False)
     from fgraph.db import connect
     counts = {"already_applied": 0, "applied": 0, "batches": 0, "deferred": 0, "events": 0, "noop": 0,
               "redacted_held": 0, "redacted_skipped": 0, "remainders": 0, "stood_in": 0}
     excisions: list = []
+    trusted = Trust(str(target), policy=trust, accept=accept_keys)
+    refused: dict = {}        # message id → the Refused error of a record set aside in this run
+    waiting: set = set()      # message ids deferred since the last batch that moved anything
     with connect(str(target)) as db:
         consumer = "fgraph-" + store_id(db)
-        applying = Consumer(db, log, counts, excisions)
+        applying = Consumer(db, log, counts, excisions, trusted)
         while not stop():
             records = _retrying(lambda: log.fetch(consumer, batch_size, min(interval, 1.0)), retry, stop)
             if not records:
-                if not follow and _retrying(lambda: log.pending(consumer), retry, stop) == 0:
+                if not follow and _retrying(lambda: log.pending(consumer), retry, stop) <= len(refused):
                     break
                 continue
             try:
@@ -263,8 +307,19 @@ def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool
                              "batch after the last commit was acknowledged: ") from exc
             if done:
                 _retrying(lambda: log.ack(done), retry, stop)
+                waiting.clear()
+            for record, error in applying.set_aside:
+                refused.setdefault(record.event, error)
+            if applying.set_aside:     # handed back, never acknowledged: they come back until accepted
+                _retrying(lambda: log.defer([record for record, _ in applying.set_aside]), retry, stop)
             if later:
                 counts["deferred"] += len(later)
                 _retrying(lambda: log.defer(later), retry, stop)
+            waiting.update(r.event for r in later)
+            if not done and refused and not follow \
+                    and _retrying(lambda: log.pending(consumer), retry, stop) <= len(refused.keys() | waiting):
+                break    # nothing moves but what was refused and what waits behind it
+        if refused:
+            raise refused_summary(list(refused.values()), str(target))
         return {**counts, "basis_tx": db.latest_tx(), "consumer": consumer, "excisions": excisions, "log": log.name,
                 "target": str(target)}

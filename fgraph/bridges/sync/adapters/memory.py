@@ -19,6 +19,9 @@ What it keeps, as NATS JetStream does (``adapters/nats.py``):
 - **expected last sequence**: an append is refused with ``Conflict`` unless the publisher's last
   known sequence of the store's subject is still the subject's last, so a record never lands
   after a gap and two publishers of one store cannot interleave;
+- **seals** (decision T1 in docs/forgetting.md): each record keeps the seal it was appended or put
+  with and hands it out with the record (``Record.seal``, ``SealedLine.seal``); ``stream`` is the
+  log's own name, which seals cover;
 - **durable consumers** by name, explicit acks: a record delivered and not acknowledged within
   ``ack_wait`` seconds is delivered again; ``defer`` hands one back for ``DEFER_DELAY`` seconds.
 """
@@ -33,7 +36,8 @@ from dataclasses import dataclass, field
 
 from fgraph.core.errors import Conflict, NotFound, ValueTypeError
 from fgraph.bridges.sync.adapters import ADAPTERS
-from fgraph.bridges.sync.log import Record
+from fgraph.bridges.sync.log import Record, SealedLine
+from fgraph.bridges.sync.signing import Seal
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 DEFAULT_ACK_WAIT = ADAPTERS["memory"].options["ack_wait"]   # the registry line states what `sync` defaults to
@@ -55,6 +59,11 @@ class _Message:
     store: str
     prev: str | None
     kind: str
+    seal: Seal | None = None
+
+    @property
+    def where(self) -> str:
+        return f"subject {'.'.join(self.subject)}, sequence {self.seq}"
 
 
 @dataclass
@@ -77,9 +86,9 @@ class _Stream:
         self.consumers: dict[str, _Consumer] = {}
         self.changed = threading.Condition()
 
-    def add(self, subject: tuple, line: str, msg_id: str, store: str, prev, kind: str) -> int:
+    def add(self, subject: tuple, line: str, msg_id: str, store: str, prev, kind: str, seal: Seal | None) -> int:
         self.last_seq += 1
-        self.messages[self.last_seq] = _Message(self.last_seq, subject, line, msg_id, store, prev, kind)
+        self.messages[self.last_seq] = _Message(self.last_seq, subject, line, msg_id, store, prev, kind, seal)
         self.ids.add(msg_id)
         self.changed.notify_all()
         return self.last_seq
@@ -116,6 +125,7 @@ class MemoryLog:
 
     def __init__(self, stream: _Stream, name: str, *, ack_wait: float = DEFAULT_ACK_WAIT):
         self.name = name
+        self.stream = stream.name                 # what seals cover: the log's own name, not the URL
         self.ack_wait = ack_wait
         self._stream = stream
         self._seq: dict[str, int] = {}           # store → last sequence of its subject this handle knows
@@ -158,7 +168,8 @@ class MemoryLog:
             self._seq[store] = message.seq if message else 0
             return message.msg_id if message else None
 
-    def append(self, store: str, source: str, line: str, event: str, prev: str | None) -> bool:
+    def append(self, store: str, source: str, line: str, event: str, prev: str | None, *,
+               seal: Seal | None = None) -> bool:
         """Append an event under ``store`` after the last one this handle knows; False for an id
         the log already holds (checked first, as JetStream does); ``Conflict`` when the subject
         moved under this publisher."""
@@ -171,11 +182,11 @@ class MemoryLog:
             if (last.seq if last else 0) != self._seq[store]:
                 raise Conflict(f"the subject of store {store} ({source!r}) in {self.name!r} moved under this "
                                "publisher", "another `fgraph sync` publishes the same store; run one per store")
-            self._seq[store] = self._stream.add((store,), line, event, store, prev, "event")
+            self._seq[store] = self._stream.add((store,), line, event, store, prev, "event", seal)
             return True
 
     # -- forgetting: side subjects, delivered to consumers too, outside the event order
-    def put(self, store: str, kind: str, key: str, line: str, msg_id: str) -> bool:
+    def put(self, store: str, kind: str, key: str, line: str, msg_id: str, *, seal: Seal | None = None) -> bool:
         """Publish an excision record (``key`` unused) or a remainder (``key`` its redacted event)."""
         if kind not in ("excision", "remainder"):
             raise ValueTypeError(f"{kind!r} is not a kind of side record", "put an 'excision' or a 'remainder'")
@@ -183,17 +194,18 @@ class MemoryLog:
         with self._stream.changed:
             if msg_id in self._stream.ids:
                 return False
-            self._stream.add(subject, line, msg_id, store, None, kind)
+            self._stream.add(subject, line, msg_id, store, None, kind, seal)
             return True
 
     def excision_records(self, store: str) -> list[str]:
         with self._stream.changed:
-            return [m.line for m in self._stream.messages.values() if m.subject == (store, "excision")]
+            return [SealedLine.of(m.line, m.seal) for m in self._stream.messages.values()
+                    if m.subject == (store, "excision")]
 
     def remainder(self, store: str, event: str) -> str | None:
         with self._stream.changed:
             message = self._stream.last_on((store, "remainder", event))
-            return message.line if message else None
+            return SealedLine.of(message.line, message.seal) if message else None
 
     def erase(self, store: str, events: set) -> int:
         """Delete ``store``'s event records that carry ``events`` (their ids stay known, so a
@@ -232,7 +244,7 @@ class MemoryLog:
             for message in ready:
                 state.due[message.seq] = now + self.ack_wait
             return [Record(line=m.line, event=m.msg_id, store=m.store, prev=m.prev, handle=(consumer, m.seq),
-                           kind=m.kind) for m in ready]
+                           kind=m.kind, seal=m.seal, where=m.where) for m in ready]
 
     def ack(self, records: list[Record]) -> None:
         with self._stream.changed:
