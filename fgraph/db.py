@@ -162,13 +162,16 @@ class Db:
         with _txn.speculation(self.connection, self._session.schema_cache, self._session.identity_cache):
             yield self
 
-    def excise(self, ref: JSON, *, operation_id: str | None = None, if_basis_tx: int | None = None) -> TxReport:
-        """Erase one entity or attribute from the present and from history (spec 07 §2)."""
+    def excise(self, ref: JSON, *, operation_id: str | None = None, if_basis_tx: int | None = None,
+               erase_name: bool = False) -> TxReport:
+        """Erase one entity or attribute from the present and from history (spec 07 §2); returns the
+        published receipt, erased values and all (decision F6 in docs/forgetting.md: the faces print
+        it redacted). ``erase_name``: its name goes too (ours, decision F5)."""
         from fgraph.ops import excise as _excise
         self._writable()
         try:
             return TxReport(_excise.excise(self._session, self.path, ref, operation_id=operation_id,
-                                           if_basis_tx=if_basis_tx))
+                                           if_basis_tx=if_basis_tx, erase_name=erase_name))
         finally:
             self._session.forget_cached_state()
 

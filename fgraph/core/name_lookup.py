@@ -12,6 +12,8 @@ import difflib
 import re
 from typing import TYPE_CHECKING, cast
 
+from fgraph.core.genesis import A_EXCISED
+
 if TYPE_CHECKING:
     import apsw
 
@@ -25,10 +27,13 @@ def _like(text: str) -> str:
 
 
 def _names(conn: apsw.Connection, pattern: str, basis: int | None) -> list[tuple[int, str]]:
+    """Visible names like ``pattern``, but never an excised entity's: the published runtime keeps
+    its name, and a guess must not bring it back (issue 47 item 4, decision F5 in docs/forgetting.md)."""
     visible = "" if basis is None else " AND created_tx <= ?"
     try:
         return cast("list[tuple[int, str]]", conn.execute(  # the registry's id and name columns
-            f"SELECT id, name FROM fgraph_ids WHERE name LIKE ? ESCAPE '\\'{visible} LIMIT ?",
+            f"SELECT id, name FROM fgraph_ids WHERE name LIKE ? ESCAPE '\\'{visible} AND id NOT IN "
+            f"(SELECT v FROM fgraph_facts WHERE a = {A_EXCISED} AND t = 0) LIMIT ?",  # never an excised name
             (pattern, *(() if basis is None else (basis,)), SCANNED)).fetchall())
     except UnicodeEncodeError:
         return []  # a lone surrogate cannot match a stored name

@@ -120,6 +120,11 @@ class Rows:
         """Register ``(id, name, gid, created_tx)`` rows; a taken gid raises apsw.ConstraintError."""
         self.conn.executemany("INSERT INTO fgraph_ids (id, name, gid, created_tx) VALUES (?, ?, ?, ?)", rows)
 
+    def unname(self, ident: int, gid: bytes) -> None:
+        """An identity keeps its id but loses its name, taking the anonymous ``gid`` it would have
+        had (``excise --erase-name``, decision F5 in docs/forgetting.md)."""
+        self.conn.execute("UPDATE fgraph_ids SET name = NULL, gid = ? WHERE id = ?", (gid, ident))
+
     def event(self, tx: int, text: str | None, digest: bytes, operation_id: str | None = None,
               request_hash: bytes | None = None) -> None:
         self.conn.execute("INSERT INTO fgraph_events (tx, event_hash, event_data, operation_id, request_hash) "

@@ -19,7 +19,7 @@ from fgraph.core.canonical import dumps, loads
 from fgraph.core.catalog import Catalog
 from fgraph.core.errors import Conflict, NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
-from fgraph.core.identity import gid_to_uuid, read_clock, transaction_time, uuid_to_gid
+from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 from fgraph.core.payload import payload_bytes, verified_text
 from fgraph.core.rows import Rows, event_hash
@@ -31,13 +31,17 @@ from fgraph.core.transact import (Request, already_applied_report, check_if_basi
 ROW_COLUMNS = "id, e, a, v, t, tx, rx"
 
 
-def excise_request(ref, operation_id=None, if_basis_tx=None) -> Request:
+def excise_request(ref, operation_id=None, if_basis_tx=None, erase_name: bool = False) -> Request:
     if isinstance(ref, bool) or not isinstance(ref, (str, int)):
         raise ValueTypeError(f"excise target {ref!r} must be a name or an id", "pass the entity's name or id")
+    if not isinstance(erase_name, bool):
+        raise ValueTypeError(f"erase_name {erase_name!r} is not a boolean", "pass True or False")
     check_operation_id(operation_id)
     check_if_basis_tx(if_basis_tx)
-    return Request([], operation_id=operation_id, if_basis_tx=if_basis_tx,
-                   hash_envelope={"operation": "excise", "ref": ref})
+    envelope = {"operation": "excise", "ref": ref}
+    if erase_name:   # another request than the published excision of the same ref (decision F5)
+        envelope["erase_name"] = True
+    return Request([], operation_id=operation_id, if_basis_tx=if_basis_tx, hash_envelope=envelope)
 
 
 def _target(cat: Catalog, ref, again: bool = False) -> int:
@@ -92,16 +96,20 @@ def _mentioning_events(conn, selector) -> set[int]:
     return found
 
 
-def excise(session: WriteSession, path: str, ref, *, operation_id=None, if_basis_tx=None, again: bool = False) -> dict:
+def excise(session: WriteSession, path: str, ref, *, operation_id=None, if_basis_tx=None, again: bool = False,
+           erase_name: bool = False) -> dict:
     """``again``: also when the target was excised before (a propagated excision reaching data the
-    receiver took after its own excision; fgraph.ops.propagate), never from the faces."""
+    receiver took after its own excision; fgraph.ops.propagate), never from the faces.
+    ``erase_name``: the target's name goes too (decision F5 in docs/forgetting.md): its registry row
+    keeps its id but becomes the anonymous identity it would have been, and the receipt names it by
+    id; an entity excised before may be excised again for that."""
     conn = session.conn
-    request = excise_request(ref, operation_id, if_basis_tx)
+    request = excise_request(ref, operation_id, if_basis_tx, erase_name)
     req_hash = request.request_hash()
     scrub.enable_secure_delete(conn)
     owed_before = scrub.pending(path) is not None
     try:
-        report = _commit(session, path, ref, req_hash, operation_id, if_basis_tx, again)
+        report = _commit(session, path, ref, req_hash, operation_id, if_basis_tx, again, erase_name)
     except BaseException:
         if not owed_before and not is_speculating(conn):
             scrub.forgive(path)  # the marker written before COMMIT belongs to a transaction that never was
@@ -115,7 +123,8 @@ def excise(session: WriteSession, path: str, ref, *, operation_id=None, if_basis
     return report
 
 
-def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_basis_tx, again: bool) -> dict:
+def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_basis_tx, again: bool,
+            erase_name: bool) -> dict:
     """The erasing transaction itself; the owed-scrub marker is made durable before it commits."""
     conn = session.conn
     with write_transaction(conn) as txn:
@@ -132,7 +141,8 @@ def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_ba
             if if_basis_tx is not None and if_basis_tx != latest:
                 raise Conflict(f"basis transaction changed from {if_basis_tx} to {latest}",
                                "refresh state and retry the excision")
-            report = _write(session, cat, _target(cat, ref, again), latest, operation_id, req_hash)
+            report = _write(session, cat, _target(cat, ref, again or erase_name), latest, operation_id, req_hash,
+                            erase_name)
             if is_speculating(conn):
                 # rolled back with the speculation: nothing reaches the disk to scrub
                 return {"speculative": True, "report": report}
@@ -140,12 +150,16 @@ def _commit(session: WriteSession, path: str, ref, req_hash, operation_id, if_ba
     return report
 
 
-def _write(session: WriteSession, cat: Catalog, x: int, latest: int, operation_id, req_hash) -> dict:
+def _write(session: WriteSession, cat: Catalog, x: int, latest: int, operation_id, req_hash,
+           erase_name: bool = False) -> dict:
     conn = session.conn
     name = cat.name_of(x)
     selector = name if name is not None else {"eid": gid_to_uuid(cat.gid_of(x))}
+    unnamed = erase_name and name is not None
 
     def local(i):
+        if unnamed and i == x:
+            return x   # the receipt never repeats a name it erases
         return cat.name_of(i) if cat.name_of(i) is not None else i
 
     tx = cat.next_id()
@@ -155,7 +169,7 @@ def _write(session: WriteSession, cat: Catalog, x: int, latest: int, operation_i
     retracted, redact, freed = [], set(), set()
     for fact_id, e, a, v, t, ftx, frx in rows:
         blob = cat.blob(v) if t in values.INDIRECT_TAGS else None
-        retracted.append({"a": cat.name_of(a), "e": local(e), "id": fact_id, "rx": tx, "tx": ftx,
+        retracted.append({"a": local(a) if a == x else cat.name_of(a), "e": local(e), "id": fact_id, "rx": tx, "tx": ftx,
                           "v": values.render(t, v, blob, local)})
         redact.add(ftx)
         if frx is not None:
@@ -163,6 +177,9 @@ def _write(session: WriteSession, cat: Catalog, x: int, latest: int, operation_i
         if t in values.INDIRECT_TAGS:
             freed.add(v)
     redact |= _mentioning_events(conn, selector)
+    if unnamed:
+        gid = anonymous_gid(conn, cat, x)   # read before the payload that may tell it is redacted
+        redact.add(cat.identity(x)[2])  # the event that created it lists the name in `created`
     writer = Rows(conn)
     writer.free_blobs(writer.delete_facts((r[0], r[3], r[4]) for r in rows))
     writer.redact_events(sorted(redact))
@@ -174,9 +191,35 @@ def _write(session: WriteSession, cat: Catalog, x: int, latest: int, operation_i
                   "redacts": redacts, "retracted": []})
     writer.event(tx, text, event_hash(text), operation_id, req_hash)
     writer.next_id(tx + 1)
+    if unnamed:
+        writer.unname(x, gid)
     writer.optimize_fts()
     return {"asserted": [
         {"a": "fgraph/at", "e": tx, "id": at_id, "rx": None, "tx": tx, "v": {"instant": values.format_instant(at)}},
         {"a": "fgraph/excised", "e": tx, "id": excised_id, "rx": None, "tx": tx, "v": {"ref": local(x)}}],
         "at": at, "basis_tx": latest, "event": event, "ids": {}, "retracted": retracted, "status": "applied",
         "tx": tx}
+
+
+
+def anonymous_gid(conn, cat: Catalog, x: int) -> bytes:
+    """The gid named ``x`` would carry had it been created anonymous (03 §7): derived from the event
+    that created it and its place in that event's ``created`` list, as doctor (ours and the published
+    one) checks every anonymous identity of a redacted event. For an applied event whose ``created``
+    lists names that existed here (04 §5.6) the place in the list and among the ids made here differ:
+    the list's, when the payload is still here, else the one of the ids; never a gid already taken."""
+    created_tx = cat.identity(x)[2]
+    event = gid_to_uuid(cat.gid_of(created_tx))
+    first = conn.execute("SELECT min(id) FROM fgraph_ids WHERE created_tx = ?1 AND id != ?1", (created_tx,)).fetchone()[0]
+    places = [x - first]
+    row = conn.execute(f"SELECT {payload_bytes()}, event_hash FROM fgraph_events WHERE tx = ?", (created_tx,)).fetchone()
+    if row is not None and row[0] is not None:
+        listed = loads(verified_text(created_tx, row[0], row[1])).get("created", [])
+        if cat.name_of(x) in listed:
+            places.insert(0, listed.index(cat.name_of(x)))
+    for place in places:
+        gid = anonymous_eid(event, place)
+        if cat.id_by_gid(gid) is None:
+            return gid
+    raise Conflict(f"entity {x} cannot take the anonymous id its creating event gives it: another identity has it",
+                   "excise it without --erase-name")

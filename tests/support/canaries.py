@@ -32,9 +32,11 @@ def write_history(db: fgraph.Db, others: int = 6) -> None:
     db.transact([{"id": "p2", "person/rank": 20}])
 
 
-def canary_hits(directory: Path, prefix: str = "") -> dict:
+def canary_hits(directory: Path, prefix: str = "", needles=None) -> dict:
     """``{file: hits}`` for every file holding a canary: with a ``prefix``, the files of ``directory``
-    named ``prefix*`` (a store and everything beside it); without, every file under ``directory``."""
+    named ``prefix*`` (a store and everything beside it); without, every file under ``directory``.
+    ``needles``: other byte strings to count than ``NEEDLES`` (an erased name, say)."""
+    needles = NEEDLES if needles is None else needles
     hits = {}
     for root, _, files in os.walk(directory):
         if prefix and Path(root) != Path(directory):
@@ -46,7 +48,7 @@ def canary_hits(directory: Path, prefix: str = "") -> dict:
             if not path.is_file():
                 continue
             data = path.read_bytes()
-            count = sum(data.count(needle) for needle in NEEDLES)
+            count = sum(data.count(needle) for needle in needles)
             if count:
                 hits[str(path.relative_to(directory))] = count
     return hits
