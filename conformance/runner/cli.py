@@ -45,7 +45,7 @@ class CliAdapter(Adapter):
     IGNORED_STATS_KEYS = ("size",)
 
     def __init__(self, executable: str | os.PathLike[str] | list[str], label: str = "cli",
-                 timeout: float = 120.0, add_options: tuple[str, ...] = ()):
+                 timeout: float = 120.0, add_options: tuple[str, ...] = (), excise_options: tuple[str, ...] = ()):
         if isinstance(executable, (list, tuple)):
             self.command = [str(part) for part in executable]
         elif os.path.exists(str(executable)):
@@ -57,6 +57,9 @@ class CliAdapter(Adapter):
         # given to every `add` without --batch-size: what a runtime needs to print the published
         # output of NDJSON (ours: --reports, decision A3 in docs/cli.md)
         self.add_options = tuple(add_options)
+        # given to every `excise`: what a runtime needs to print the published receipt, erased values
+        # and all (ours: --published-receipt, decision F6 in docs/forgetting.md)
+        self.excise_options = tuple(excise_options)
         self.tmpdir: str | None = None
         self.path: str | None = None
         self.initialized = False
@@ -158,6 +161,8 @@ class CliAdapter(Adapter):
         args = command.args
         if args[:1] == ["add"] and not any(a.startswith("--batch-size") for a in args):
             args = ["add", *self.add_options, *args[1:]]
+        if args[:1] == ["excise"]:
+            args = ["excise", *self.excise_options, *args[1:]]
         result = self.run(args, write=command.write, stdin=command.stdin, ndjson=command.ndjson)
         keep = RESULT_FILTERS.get(action)
         return keep(result) if keep else result

@@ -1,7 +1,8 @@
 """The ``fgraph excise`` command; it registers itself on the ``cli`` group when imported.
 
-Without ``--reach`` it is the published command: ``Db.excise`` and its receipt. With ``--reach``
-the work is ``fgraph.bridges.sync.reach.excise_and_reach`` (issue 33, docs/forgetting.md F4).
+Without ``--reach`` it is the published command: ``Db.excise``, its receipt summarised without a
+value (``fgraph.bridges.receipts``; ``--published-receipt`` prints it whole, docs/forgetting.md F6).
+With ``--reach`` the work is ``fgraph.bridges.sync.reach.excise_and_reach`` (issue 33, docs/forgetting.md F4).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 
 import click
 
+from fgraph.bridges import receipts
 from fgraph.bridges.sync import adapters
 from fgraph.cli.base import DB_KEY, RW, cli, common_options, parse_ref, print_result, run_and_print
 from fgraph.cli.completion import PATH
@@ -24,12 +26,26 @@ from fgraph.cli.paths import resolve_db_path
 @click.option("--reach", "reach", multiple=True, metavar="TARGET", type=PATH,
               help=f"Then carry the excision to this store or log ({adapters.url_forms()}) at once, as "
               "`sync --from DB --to TARGET` would (repeatable); the report lists where it was carried out.")
+@click.option("--erase-name", is_flag=True,
+              help="Erase its name too: afterwards the name is unknown everywhere, as if it never existed "
+              "(ours; docs/forgetting.md F5).")
+@click.option("--published-receipt", is_flag=True,
+              help="Print the published receipt, which lists every erased value, instead of the summary "
+              "(docs/forgetting.md F6).")
 @click.pass_context
-def excise(ctx, ref, operation_id, if_basis_tx, reach):
-    """Erase an entity from the present and from history, and scrub its bytes from disk."""
+def excise(ctx, ref, operation_id, if_basis_tx, reach, erase_name, published_receipt):
+    """Erase an entity from the present and from history, and scrub its bytes from disk.
+
+    Prints what was erased, counted by attribute, and the redacted events, never an erased value;
+    --published-receipt prints the published receipt with the values."""
     if not reach:
-        run_and_print(ctx, RW, lambda db: db.excise(parse_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx))
+        def call(db):
+            report = db.excise(parse_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx,
+                               erase_name=erase_name)
+            return report if published_receipt else receipts.redacted(db, report)
+        run_and_print(ctx, RW, call)
         return
     from fgraph.bridges.sync import reach as forget
     print_result(ctx, forget.excise_and_reach(resolve_db_path(ctx.meta.get(DB_KEY), os.environ), parse_ref(ref),
-                                              operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach))
+                                              operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach,
+                                              erase_name=erase_name, published_receipt=published_receipt))

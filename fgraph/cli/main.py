@@ -332,17 +332,21 @@ def verify(ctx, src):
 @cli.command()
 @db_option
 @click.option("--write", is_flag=True, help="Offer the write tools (remember, forget, undo); the file may change.")
+@click.option("--allow-excise", is_flag=True, help="With --write, offer the excise tool too: an agent may erase data "
+              "irreversibly (docs/mcp.md M8).")
 @click.option("--embed-cmd", metavar="CMD", type=PATH, help="Embedder for recall and remember: an executable or a JSON argv "
               "array; reads text on stdin, prints a JSON array.")
 @click.pass_context
-def mcp(ctx, write, embed_cmd):
+def mcp(ctx, write, allow_excise, embed_cmd):
     """Serve the database to agents over MCP on stdio (read-only unless --write)."""
+    if allow_excise and not write:
+        raise click.UsageError("--allow-excise needs --write: a read-only server offers no write tool")
     from fgraph.bridges import embed
     from fgraph.mcp import server as mcp_server  # the SDK loads only for this command
     path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
     embedder = None if embed_cmd is None else (lambda text: embed.embed(embed_cmd, text))
     with connect(path, read_only=not write) as db:
-        mcp_server.serve(db, write=write, embed=embedder)
+        mcp_server.serve(db, write=write, embed=embedder, allow_excise=allow_excise)
 
 
 @cli.command()

@@ -24,7 +24,8 @@ def render(tools: tuple[ToolSpec, ...] = TOOLS) -> str:
     """The table of tools (arguments and data) and the description each tool is listed with."""
     out = ["| tool | arguments | data |", "|---|---|---|"]
     for spec in tools:
-        name = f"`{spec.name}`" + (" (`--write`)" if spec.needs_write else "")
+        needs = " --" + spec.opt_in.replace("_", "-") if spec.opt_in else ""
+        name = f"`{spec.name}`" + (f" (`--write{needs}`)" if spec.needs_write else "")
         arguments = "; ".join(_argument(param) for param in spec.params)
         out.append(f"| {name} | {_cell(arguments)} | {_cell(spec.returns)} |")
     groups: dict[str, list[str]] = {}

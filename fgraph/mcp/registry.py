@@ -107,8 +107,8 @@ def tool_function(spec: ToolSpec, method: Callable[..., dict]) -> Callable[..., 
     return call
 
 
-def register_tools(server: MCPServer, tools, *, write: bool) -> None:
-    """Every tool of the table a server lists (``--write`` or not), in its order."""
-    for spec in listed(write=write):
+def register_tools(server: MCPServer, tools, *, write: bool, allow_excise: bool = False) -> None:
+    """Every tool of the table a server lists (``--write`` or not, ``--allow-excise`` or not), in its order."""
+    for spec in listed(write=write, allow_excise=allow_excise):
         server.add_tool(tool_function(spec, getattr(tools, spec.name)), name=spec.name,
                         description=spec.description, annotations=annotations(spec.hints), structured_output=True)

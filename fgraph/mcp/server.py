@@ -49,13 +49,13 @@ def _resource_errors(fn):
     return read
 
 
-def build(db, *, write: bool, embed=None) -> MCPServer:
+def build(db, *, write: bool, embed=None, allow_excise: bool = False) -> MCPServer:
     """The server's registry: the tools of ``fgraph.mcp.specs`` (the write tools only with
-    ``write``) and the resource templates, over one open ``Db``."""
+    ``write``, ``excise`` only with ``allow_excise`` too) and the resource templates, over one open ``Db``."""
     tools = Tools(db, embed=embed)
     server = MCPServer(name="fgraph", title=TITLE, description=DESCRIPTION, instructions=INSTRUCTIONS,
                        version=fgraph.__version__, log_level="WARNING")
-    register_tools(server, tools, write=write)
+    register_tools(server, tools, write=write, allow_excise=write and allow_excise)
     _register_resources(server, Resources(db, tools.lock))
     return server
 
@@ -104,10 +104,10 @@ def _register_resources(server: MCPServer, resources: Resources) -> None:
         return resources.context(since, budget, limit, by, type)
 
 
-def serve(db, *, write: bool, embed=None) -> None:
+def serve(db, *, write: bool, embed=None, allow_excise: bool = False) -> None:
     """Serve ``db`` on stdin/stdout until stdin ends."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    server = protocol_server(build(db, write=write, embed=embed))
+    server = protocol_server(build(db, write=write, embed=embed, allow_excise=allow_excise))
     # spec 10 §2.1: the capabilities include an empty `experimental`
     options = server.create_initialization_options(experimental_capabilities={})
 

@@ -76,6 +76,7 @@ class ToolSpec:
     hints: Hints
     params: tuple[Param, ...]
     returns: str   # the data of the envelope, for docs/mcp.md
+    opt_in: str | None = None   # listed only when the server was started with this option too
 
     @property
     def needs_write(self) -> bool:
@@ -139,6 +140,22 @@ TOOLS: tuple[ToolSpec, ...] = (
                      "Example: undo(tx=98, operation_id=\"op-3\", if_basis_tx=99).",
              DESTRUCTIVE, (Param("tx", ("integer",), "the transaction to compensate"), _OPERATION_ID, _IF_BASIS_TX),
              "the report of the audited compensating transaction"),
+    ToolSpec("excise", "Erase an entity or attribute from the present and from history, irreversibly; with "
+                       "erase_name its name goes too. The answer counts what was erased and never shows a value. "
+                       "Example: excise(entity=\"Farid Haddad\", erase_name=true, operation_id=\"gdpr-17\", "
+                       "if_basis_tx=98).",
+             DESTRUCTIVE, (
+                 Param("entity", ("string", "integer"), "a name or an id"),
+                 _OPERATION_ID, _IF_BASIS_TX,
+                 Param("erase_name", ("boolean",), "erase its name too: afterwards it is unknown, as if it never "
+                                                   "existed", False),
+                 Param("published_receipt", ("boolean",), "answer with the published receipt, which lists every "
+                                                          "erased value", False)),
+             "what was erased: `erased` (`attributes` with their fact counts, `facts`, `redacted_events`), `scrub` and "
+             "the receipt's `status`, `tx`, `event`, `asserted`; never an erased value unless `published_receipt` "
+             "(decision F6, docs/forgetting.md). Ours, and listed only by `fgraph mcp --write --allow-excise` "
+             "(decision M8 below)",
+             opt_in="allow_excise"),
     ToolSpec("recall", "Ranked retrieval of text memories (keyword, and vector with --embed-cmd). "
                        "Example: recall(query=\"editor preferences\", k=5).",
              READ, (
@@ -220,6 +237,8 @@ TOOLS: tuple[ToolSpec, ...] = (
 SPECS = {spec.name: spec for spec in TOOLS}
 
 
-def listed(*, write: bool) -> list[ToolSpec]:
-    """The tools a server lists, in order: the write tools only with ``--write``."""
-    return [spec for spec in TOOLS if write or not spec.needs_write]
+def listed(*, write: bool, allow_excise: bool = False) -> list[ToolSpec]:
+    """The tools a server lists, in order: the write tools only with ``--write``, ``excise`` only
+    with ``--allow-excise`` as well (decision M8 in docs/mcp.md)."""
+    options = {"allow_excise": allow_excise}
+    return [spec for spec in TOOLS if (write or not spec.needs_write) and (spec.opt_in is None or options[spec.opt_in])]

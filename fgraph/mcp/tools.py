@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import threading
 
+from fgraph.bridges import receipts
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.checks import is_strict_int, strict_int
 from fgraph.core.errors import FgraphError, TooLarge, ValueTypeError
@@ -227,6 +228,19 @@ class Tools:
                 op.append(value)
         with self.lock:
             return _write_envelope(self.db.transact(op, by=by, operation_id=operation_id, if_basis_tx=if_basis_tx))
+
+    def excise(self, by: str, entity, operation_id: str, if_basis_tx: int, erase_name: bool = False,
+               published_receipt: bool = False) -> dict:
+        """``by`` is not recorded: an excision's transaction carries no provenance (spec 07 §2)."""
+        _check_write_guards(operation_id, if_basis_tx)
+        with self.lock:
+            report = self.db.excise(entity, operation_id=operation_id, if_basis_tx=if_basis_tx, erase_name=erase_name)
+            if published_receipt:
+                return _write_envelope(report)
+            try:
+                return envelope(report["tx"], receipts.redacted(self.db, report))
+            except TooLarge:   # committed: never an error (README decision 12); the list of events goes
+                return envelope(report["tx"], receipts.redacted(self.db, report, events=False))
 
     def undo(self, by: str, tx: int, operation_id: str, if_basis_tx: int) -> dict:
         _check_write_guards(operation_id, if_basis_tx)

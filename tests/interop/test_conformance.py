@@ -105,7 +105,9 @@ def _adapter(corpus: str, rel: str, kind: str, case: dict[str, Any] | None = Non
         return _our_library()
     if kind == "cli":
         # the corpus holds the published output; ours prints it for NDJSON with --reports (decision A3)
-        return runner.CliAdapter(_our_executable(), label="cli", add_options=("--reports",))
+        # and for excise with --published-receipt (decision F6 in docs/forgetting.md)
+        return runner.CliAdapter(_our_executable(), label="cli", add_options=("--reports",),
+                                 excise_options=("--published-receipt",))
     if corpus == "project" and rel.split("/", 1)[0] == DIVERGENT:
         pytest.skip("divergent case: records where this runtime knowingly differs from the peer")
     return runner.CliAdapter(os.environ["FGRAPH_PEER"], label="peer")

@@ -17,17 +17,17 @@ from fgraph.mcp.specs import SPECS, TOOLS, listed
 PACKAGE = pathlib.Path(fgraph.__file__).parent
 
 
-def registered(write: bool) -> list:
+def registered(write: bool, allow_excise: bool = False) -> list:
     async def tools():
         with fgraph.connect(":memory:") as db:
-            return await build(db, write=write).list_tools()
+            return await build(db, write=write, allow_excise=allow_excise).list_tools()
     return anyio.run(tools)
 
 
-@pytest.mark.parametrize("write", [False, True])
-def test_the_registered_tools_are_the_spec_table(write):
-    tools = registered(write)
-    assert [tool.name for tool in tools] == [spec.name for spec in listed(write=write)]
+@pytest.mark.parametrize("write, allow_excise", [(False, False), (True, False), (True, True)])
+def test_the_registered_tools_are_the_spec_table(write, allow_excise):
+    tools = registered(write, allow_excise)
+    assert [tool.name for tool in tools] == [spec.name for spec in listed(write=write, allow_excise=allow_excise)]
     for tool in tools:
         spec = SPECS[tool.name]
         schema = tool.input_schema
@@ -51,10 +51,13 @@ def test_the_registered_tools_are_the_spec_table(write):
 
 def test_write_tools_exist_only_with_write_and_are_the_ones_that_are_not_read_only():
     writes = [spec.name for spec in TOOLS if spec.needs_write]
-    assert writes == ["remember", "forget", "undo"]
+    assert writes == ["remember", "forget", "undo", "excise"]
     assert all(spec.needs_write is not spec.hints.read_only for spec in TOOLS)
     assert not set(writes) & {tool.name for tool in registered(False)}
-    assert [tool.name for tool in registered(True)][:3] == writes
+    assert not set(writes) & {tool.name for tool in registered(False, allow_excise=True)}  # never without --write
+    # --write lists the published three first; excise only with --allow-excise too (decision M8, docs/mcp.md)
+    assert [tool.name for tool in registered(True)][:4] == ["remember", "forget", "undo", "recall"]
+    assert [tool.name for tool in registered(True, allow_excise=True)][:4] == writes
 
 
 def private_sdk_reads(source: str) -> list[str]:

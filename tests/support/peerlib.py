@@ -107,7 +107,11 @@ def peer_replay(path: Path, transactions: list, our_outcomes: list) -> None:
 
 def published(args: list[str]) -> list[str]:
     """Our arguments for the published output of ``args``: an ``add`` without ``--batch-size``
-    gets ``--reports`` (every NDJSON record's report, not our summary: decision A3 in docs/cli.md)."""
+    gets ``--reports`` (every NDJSON record's report, not our summary: decision A3 in docs/cli.md),
+    an ``excise`` gets ``--published-receipt`` (its erased values: decision F6 in docs/forgetting.md)."""
+    if "excise" in args:
+        at = args.index("excise")
+        return [*args[:at + 1], "--published-receipt", *args[at + 1:]]
     if "add" not in args or any(str(a).startswith("--batch-size") for a in args):
         return list(args)
     at = args.index("add")

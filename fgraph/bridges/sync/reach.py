@@ -35,15 +35,20 @@ def _reach_log(path: str, url: str, event: str) -> dict:
             "remainders_published": done[0]["remainders_published"]}
 
 
-def excise_and_reach(path: str, ref, *, operation_id, if_basis_tx, reach=()) -> dict:
-    """Excise ``ref`` in the store at ``path``, then carry the excision to every ``reach`` target."""
+def excise_and_reach(path: str, ref, *, operation_id, if_basis_tx, reach=(), erase_name: bool = False,
+                     published_receipt: bool = False) -> dict:
+    """Excise ``ref`` in the store at ``path`` (its name too with ``erase_name``), then carry the
+    excision to every ``reach`` target. The receipt is ``fgraph.bridges.receipts``' summary unless
+    ``published_receipt`` (decision F6 in docs/forgetting.md)."""
+    from fgraph.bridges import receipts
     from fgraph.db import connect
     targets = [(str(target), adapters.is_log_url(target)) for target in reach]
     for target, is_log in targets:   # a mistyped target is refused before anything is erased
         if not is_log:
             _sync.check_paths([path], target)
     with connect(path) as db:
-        report = dict(db.excise(ref, operation_id=operation_id, if_basis_tx=if_basis_tx))
+        receipt = db.excise(ref, operation_id=operation_id, if_basis_tx=if_basis_tx, erase_name=erase_name)
+        report = dict(receipt) if published_receipt else receipts.redacted(db, receipt)
     reached = [{"where": path, "kind": "store", "status": report["status"], "tx": report["tx"],
                 "scrub_complete": report.get("scrub", {"complete": True}).get("complete", True)}]
     for target, is_log in targets:
