@@ -59,6 +59,9 @@ BROWSE_STOP_SECONDS = 0.5            # after SIGTERM or Ctrl-C, how long running
 
 # issue 29 item 14 — one line of `fgraph mcp`'s stdio wire (docs/mcp.md, M7); above the largest event
 MCP_MESSAGE_BYTES = 4 * MAX_EVENT_BYTES
+# issue 47 item 7 — how deep one line of that wire may nest, measured before any parser reads it (M9): room for
+# a document's 80 levels (spec 02 §5) inside the message, and below the 200 the SDK's parser stops at
+MCP_MESSAGE_DEPTH = 100
 
 # 10 — what one MCP tool call may ask for and one answer may hold (fgraph/mcp/specs.py, docs/mcp.md)
 MCP_RESPONSE_BYTES = 262_144                        # canonical JSON of one tool envelope or resource body (§3.4)

@@ -13,12 +13,16 @@ import re
 from typing import TYPE_CHECKING, cast
 
 from fgraph.core.genesis import A_EXCISED
+from fgraph.core.limits import MAX_NAME_BYTES
 
 if TYPE_CHECKING:
     import apsw
 
 SCANNED = 500
 SUGGESTED = 3
+#: the longest pattern a name (at most MAX_NAME_BYTES) can give, every character escaped, with a % at
+#: each end; far below SQLite's SQLITE_MAX_LIKE_PATTERN_LENGTH (50,000 bytes, "pattern too complex")
+PATTERN_CHARS = 2 * MAX_NAME_BYTES + 2
 _LIKE_SPECIAL = re.compile(r"([\\%_])")
 
 
@@ -29,6 +33,8 @@ def _like(text: str) -> str:
 def _names(conn: apsw.Connection, pattern: str, basis: int | None) -> list[tuple[int, str]]:
     """Visible names like ``pattern``, but never an excised entity's: the published runtime keeps
     its name, and a guess must not bring it back (issue 47 item 4, decision F5 in docs/forgetting.md)."""
+    if len(pattern) > PATTERN_CHARS:
+        return []  # made from a text longer than any name: it matches none, and SQLite would refuse it
     visible = "" if basis is None else " AND created_tx <= ?"
     try:
         return cast("list[tuple[int, str]]", conn.execute(  # the registry's id and name columns

@@ -13,6 +13,7 @@ from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
 from fgraph.core.identity import gid_to_uuid
 from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, INT64_MAX, INT64_MIN
+from fgraph.core.names import described, too_long
 from fgraph.core.stats import stats_at
 from fgraph.core.values import RefWire
 
@@ -62,6 +63,9 @@ class Reader:
             if ref > 0 and self.cat.identity(ref) is not None:
                 return ref
         elif isinstance(ref, str):
+            if too_long(ref):   # no store holds it: say so, without building a lookup of it
+                raise NotFound(f"entity {described(ref)} was not found",
+                               "check the name or id (reads never create entities)")
             found = self.cat.id_by_name(ref)
             if found is None and loose:
                 found = name_lookup.case_insensitive(self.conn, ref, self.basis)
@@ -87,7 +91,7 @@ class Reader:
     def lookup(self, attr: str, raw: JSON) -> int:
         a = self.cat.id_by_name(attr)
         if a is None:
-            raise NotFound(f"attribute {attr!r} was not found", "check the attribute name")
+            raise NotFound(f"attribute {described(attr)} was not found", "check the attribute name")
         if self.one_value(a, A_UNIQUE) != 1:
             raise SchemaError(f"attribute {attr!r} is not unique", "look up by a unique attribute")
         wire = values.from_wire(raw)
@@ -103,7 +107,8 @@ class Reader:
     def attribute(self, attr: object) -> int:
         a = self.cat.id_by_name(attr) if isinstance(attr, str) else None
         if a is None:
-            raise NotFound(f"attribute {attr!r} was not found", "check the attribute name")
+            raise NotFound(f"attribute {described(attr) if isinstance(attr, str) else repr(attr)} was not found",
+                           "check the attribute name")
         return a
 
     def one_value(self, e: int, a: int) -> SQLValue:

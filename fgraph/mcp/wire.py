@@ -6,8 +6,14 @@ parse without answering, so the client waits forever. This wire hands the SDK on
 are UTF-8 JSON holding one JSON-RPC message and answers every other line itself, with the
 codes JSON-RPC 2.0 defines: ``-32700`` for bytes that are not UTF-8 JSON text (lone surrogates
 included), ``-32600`` for JSON that is not one message (batches included: MCP 2025-06-18 has
-none) and for a line over ``MCP_MESSAGE_BYTES``. The id is echoed when it can be read, so the
-client's pending call ends; nothing a refused line asks for is done. docs/mcp.md, decision M7.
+none), for a line over ``MCP_MESSAGE_BYTES`` and for one nested deeper than ``MCP_MESSAGE_DEPTH``.
+The id is echoed when it can be read, so the client's pending call ends; nothing a refused line
+asks for is done. docs/mcp.md, decisions M7 and M9.
+
+The depth is measured on the bytes before any parser sees them (``deeper_than``): the SDK's
+parser refuses past 200 levels with a bare "invalid JSON", and the readings made to explain a
+refusal recurse in Python, which a line 1,000 deep once turned into a RecursionError that ended
+the server (issue 47 item 7).
 
 As the SDK does, it serves from private duplicates of fd 0 and 1 and points those at
 /dev/null and stderr meanwhile, so a stray print (an embedder's, a library's) cannot corrupt
@@ -18,8 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
+import operator
 import os
+import re
 import sys
 import threading
 
@@ -30,10 +39,15 @@ from mcp.types import JSONRPCNotification, jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from fgraph.core.checks import is_strict_int
-from fgraph.core.limits import MCP_MESSAGE_BYTES
+from fgraph.core.limits import MCP_MESSAGE_BYTES, MCP_MESSAGE_DEPTH
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 _SKIP_CHUNK = 65536
+_DEPTH_CHUNK = 1 << 16        # bytes of brackets measured at a time, so a deep line is refused early
+_ESCAPE = re.compile(rb"\\.", re.S)     # an escape pair: \" never ends a string, \\ never starts one
+_STRING = re.compile(rb'"[^"]*"')         # once escapes are gone, a string holds no quote
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")   # an opening bracket 2, a closing one 0: minus 1 is the step
 _SHAPE = ('a message is one JSON object with "jsonrpc": "2.0" and either a string "method" '
           '(with an "id" for a request) or an "id" with a "result" or an "error"')
 
@@ -82,7 +96,7 @@ class Requests:
                 return ""
             if len(line) > self._limit and not line.endswith(b"\n"):
                 self._skip_rest_of_line()
-                refusal = (None, INVALID_REQUEST, f"Invalid Request: the message is larger than {self._limit} bytes "
+                refusal = (None, INVALID_REQUEST, f"Invalid Request: the line is longer than {self._limit} bytes "
                                                   "and was not read; nothing was done. Send smaller requests (a "
                                                   "remembered value holds at most 1 MiB).")
             else:
@@ -108,6 +122,10 @@ class Requests:
                     "nothing was done. Send the request as UTF-8 JSON.")
         if not text.strip():
             return ()
+        if deeper_than(line, MCP_MESSAGE_DEPTH):
+            return (_shallow_id(line), INVALID_REQUEST,
+                    f"Invalid Request: the message is nested deeper than {MCP_MESSAGE_DEPTH} arrays and objects "
+                    "and was not parsed; nothing was done. Send a flatter request.")
         try:
             message = jsonrpc_message_adapter.validate_json(text, by_name=False)
         except ValidationError as exc:
@@ -120,13 +138,15 @@ class Requests:
 
 def _refusal(text: str, exc: ValidationError):
     request_id = _readable_id(text)
-    if any(error["type"] == "json_invalid" for error in exc.errors()):
-        if _lenient(text) is not None:
+    invalid = [error for error in exc.errors() if error["type"] == "json_invalid"]
+    if invalid:
+        if _has_lone_surrogate(_lenient(text)):
             return (request_id, PARSE_ERROR, "Parse error: the message holds a lone surrogate escape (such as "
                                              "\\ud800), which is not text; nothing was done. Send whole "
                                              "characters (a surrogate pair, or the UTF-8 bytes).")
-        return (None, PARSE_ERROR, "Parse error: the message is not JSON; nothing was done. Send one JSON-RPC "
-                                   "message as one JSON object per line.")
+        reason = str(invalid[0].get("ctx", {}).get("error") or "not JSON")[:200]
+        return (request_id, PARSE_ERROR, f"Parse error: the message is not JSON ({reason}); nothing was done. Send "
+                                         "one JSON-RPC message as one JSON object per line.")
     if text.lstrip().startswith("["):
         return (None, INVALID_REQUEST, "Invalid Request: batches are not part of MCP; nothing was done. Send "
                                        "each message on its own line.")
@@ -134,11 +154,56 @@ def _refusal(text: str, exc: ValidationError):
 
 
 def _lenient(text: str):
-    """The document as Python's own parser reads it (lone surrogates allowed), or None."""
+    """The document as Python's own parser reads it (lone surrogates allowed, ``NaN`` too), or None.
+    Only a line no deeper than ``MCP_MESSAGE_DEPTH`` comes here; RecursionError is caught all the same."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
+
+
+def _has_lone_surrogate(document) -> bool:
+    """Does a lenient reading hold a lone surrogate (the one thing it accepts that is not text)?"""
+    if document is None:
+        return False
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (ValueError, RecursionError):
+        return False
+    return False
+
+
+def deeper_than(line: bytes, limit: int) -> bool:
+    """Is the JSON text ``line`` nested more than ``limit`` arrays and objects deep? Measured on
+    the bytes in linear time and bounded memory, with no parser: escape pairs and then strings are
+    cut out (so a bracket inside a string never counts), then the running depth of the brackets
+    left is summed chunk by chunk, stopping at the first chunk that goes past ``limit``."""
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False              # every ordinary message: fewer brackets than levels allowed
+    brackets = _STRING.sub(b"", _ESCAPE.sub(b"", line)).translate(None, _NOT_BRACKET)
+    if brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return False
+    depth = 0
+    for start in range(0, len(brackets), _DEPTH_CHUNK):
+        steps = brackets[start:start + _DEPTH_CHUNK].translate(_STEP)
+        levels = list(itertools.accumulate(map(operator.sub, steps, itertools.repeat(1)), initial=depth))
+        if max(levels) > limit:
+            return True
+        depth = levels[-1]
+    return False
+
+
+def _shallow_id(line: bytes):
+    """The id of a line too deep to be read in Python: orjson reads up to 1,024 levels in C, and
+    raises, never recursing in Python, past that; None when it cannot."""
+    try:
+        document = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    request_id = document.get("id") if isinstance(document, dict) else None
+    return request_id if isinstance(request_id, str) or is_strict_int(request_id) else None
 
 
 def _readable_id(text: str):

@@ -21,6 +21,7 @@ from fgraph.core.errors import Conflict, NotFound, Unsupported, ValueTypeError
 from fgraph.core.genesis import A_AT, A_EXCISED, SYSTEM_MAX
 from fgraph.core.identity import anonymous_eid, gid_to_uuid, read_clock, transaction_time, uuid_to_gid
 from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
+from fgraph.core.names import described
 from fgraph.core.payload import payload_bytes, verified_text
 from fgraph.core.rows import Rows, event_hash
 from fgraph.core.session import WriteSession
@@ -50,7 +51,8 @@ def _target(cat: Catalog, ref, again: bool = False) -> int:
     else:
         found = cat.id_by_name(ref)
     if found is None:
-        raise NotFound(f"entity {ref!r} was not found", "excise an existing entity by name or id")
+        raise NotFound(f"entity {described(ref) if isinstance(ref, str) else repr(ref)} was not found",
+                       "excise an existing entity by name or id")
     if found <= SYSTEM_MAX or cat.is_transaction(found):
         raise Unsupported(f"entity {ref!r} is a system or transaction entity and cannot be excised",
                           "excise only application entities and attributes")

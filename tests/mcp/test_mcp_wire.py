@@ -85,7 +85,7 @@ def test_blank_lines_are_ignored_and_notifications_and_responses_pass():
 def test_an_oversized_line_is_refused_unread_and_the_next_line_is_served():
     passed, refusals, bodies = _vet(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"' + b"y" * 5000 + b'"}\n',
                                     b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n', limit=1000)
-    assert refusals == [(None, INVALID_REQUEST)] and "larger than 1000 bytes" in bodies[0]["error"]["message"]
+    assert refusals == [(None, INVALID_REQUEST)] and "line is longer than 1000 bytes" in bodies[0]["error"]["message"]
     assert passed == ['{"jsonrpc":"2.0","id":2,"method":"ping"}\n']
 
 
@@ -144,3 +144,47 @@ def test_the_same_text_sent_as_utf8_is_stored_exactly(tmp_path):
     with fgraph.connect(str(path), read_only=True) as db:
         events = [orjson.loads(line) for line in db.iter_events()]
     assert [fact[2] for fact in events[0]["asserted"] if fact[1] == "memory/text"] == ["café ÿ \U0001F600"]
+
+
+# -- issue 47 item 7: nesting is measured before any parser reads the line (decision M9) ----------------
+def _nested(depth: int, request_id=5) -> bytes:
+    """A ping whose params hold arrays so that the whole message is ``depth`` levels deep."""
+    inner = depth - 2                      # the message object and its params object
+    return (b'{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"a":' % request_id
+            + b"[" * inner + b"]" * inner + b"}}\n")
+
+
+def test_depth_is_measured_exactly_and_brackets_in_strings_do_not_count():
+    from fgraph.core.limits import MCP_MESSAGE_DEPTH
+    from fgraph.mcp.wire import deeper_than
+    assert not deeper_than(_nested(MCP_MESSAGE_DEPTH), MCP_MESSAGE_DEPTH)
+    assert deeper_than(_nested(MCP_MESSAGE_DEPTH + 1), MCP_MESSAGE_DEPTH)
+    quoted = b'{"a":"' + b"[{" * 5000 + b'","b":"\\"[[[","c":"\\\\","d":[[1]]}'
+    assert not deeper_than(quoted, 3) and deeper_than(quoted, 2)
+    assert deeper_than(b"[" * 10_000_000, MCP_MESSAGE_DEPTH)              # a 10 MB line, refused at its start
+    assert not deeper_than(b"[" + b"[]," * 100_000 + b"[]]", MCP_MESSAGE_DEPTH)   # wide is not deep
+
+
+@pytest.mark.parametrize("depth", [101, 200, 900, 1000, 2000, 100_000])
+def test_a_line_nested_too_deep_is_refused_with_that_reason_and_the_next_is_served(depth):
+    passed, refusals, bodies = _vet(_nested(depth), b'{"jsonrpc":"2.0","id":6,"method":"ping"}\n')
+    expected_id = 5 if depth <= 1000 else None     # orjson reads the id up to about 1,024 levels, in C
+    assert refusals == [(expected_id, INVALID_REQUEST)], (depth, bodies)
+    message = bodies[0]["error"]["message"]
+    assert "nested deeper than 100 arrays and objects" in message and "nothing was done" in message
+    assert "surrogate" not in message
+    assert passed == ['{"jsonrpc":"2.0","id":6,"method":"ping"}\n']
+
+
+def test_a_message_at_the_depth_limit_is_served():
+    passed, refusals, _ = _vet(_nested(100))
+    assert refusals == [] and len(passed) == 1
+
+
+@pytest.mark.parametrize("line", [b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{"a":tru}}\n',
+                                  b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{"a":[1,]}}\n'])
+def test_a_parse_error_gives_the_parsers_reason_not_a_surrogate(line):
+    passed, refusals, bodies = _vet(line)
+    message = bodies[0]["error"]["message"]
+    assert passed == [] and refusals[0][1] == PARSE_ERROR
+    assert message.startswith("Parse error: the message is not JSON (") and "surrogate" not in message

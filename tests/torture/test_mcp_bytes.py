@@ -479,3 +479,112 @@ def test_zz_mcp_bytes_summary():
     for verdict in ("lost", "partial", "tracebacks", "hangs"):
         assert RESULTS[verdict] == 0, (verdict, RESULTS)
     report("mcp-bytes", RESULTS, **FIGURES)
+
+
+# -- issue 47 item 7: lines that once ended the server, and names longer than any name -----------------------
+INVALID_REQUEST = -32600
+LONG_NAME = "x" * 50_000
+
+
+def _deep(depth: int, request_id) -> bytes:
+    """A ping nested ``depth`` levels deep (the message and its params count), about 2 bytes a level."""
+    inner = depth - 2
+    return (orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"})[:-1] + b',"params":{"a":'
+            + b"[" * inner + b"]" * inner + b"}}\n")
+
+
+def _line_shapes() -> list[tuple[str, bytes, int, str, object]]:
+    """(label, line, JSON-RPC code, words of the reason, the id the answer carries)."""
+    from fgraph.core.limits import MCP_MESSAGE_BYTES
+    over = b'{"jsonrpc":"2.0","id":"big","method":"ping","params":{"a":"' + b"y" * MCP_MESSAGE_BYTES + b'"}}\n'
+    return [
+        ("nested-900", _deep(900, "d900"), INVALID_REQUEST, "nested deeper than 100", "d900"),
+        ("nested-1000", _deep(1000, "d1000"), INVALID_REQUEST, "nested deeper than 100", "d1000"),
+        ("nested-100000", _deep(100_000, "d100000"), INVALID_REQUEST, "nested deeper than 100", None),
+        ("nested-10MB", b"[" * 10_000_000 + b"\n", INVALID_REQUEST, "nested deeper than 100", None),
+        ("garbage-10MB", b"x" * 10_000_000 + b"\n", PARSE_ERROR, "not JSON", None),
+        ("over-the-limit", over, INVALID_REQUEST, f"line is longer than {MCP_MESSAGE_BYTES} bytes", None),
+        ("invalid-utf8", b'{"jsonrpc":"2.0","id":"u","method":"ping","params":{"a":"\xff\xfe"}}\n', PARSE_ERROR,
+         "not valid UTF-8", "u"),
+    ]
+
+
+def test_every_hostile_line_gets_its_json_rpc_error_and_the_server_keeps_answering(seeded, tmp_path):
+    """Before: a 2 KB line nested 1,000 deep ended `fgraph mcp` (RecursionError) and 900 deep was
+    refused as a "lone surrogate escape"."""
+    path = _copy(seeded, tmp_path, "lines.db")
+    before = state(path)
+    server = Server(path, tmp_path / "lines.log")
+    try:
+        server.start()
+        for number, (label, line, code, reason, request_id) in enumerate(_line_shapes()):
+            started = time.monotonic()
+            server.proc.stdin.write(line)
+            server.proc.stdin.flush()
+            raw = server.lines.get(timeout=REPLY_BOUND + 30)    # a 34 MB line takes a while to pipe
+            assert raw is not None, (label, "the server ended")
+            reply = _json_rpc(raw)
+            _note_time((time.monotonic() - started) * 1000)
+            error = reply.get("error") or {}
+            assert (reply.get("id"), error.get("code")) == (request_id, code), (label, reply)
+            assert reason in error.get("message", "") and "nothing was done" in error["message"], (label, reply)
+            assert "surrogate" not in error["message"], (label, reply)
+            RESULTS["refused"] += 1
+            answer, _ = server.ask(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % number, number)
+            assert answer is not None and answer.get("result") == {}, (label, "a later request went unanswered")
+        _close(server)
+    finally:
+        server.kill()
+    assert state(path) == before
+
+
+#: every tool argument that is looked up or written as a name, and the error an over-long one gets
+#: (reads: NotFound, as the published runtime; writes: TypeError)
+NAME_CALLS = [
+    ("about", {"entity": LONG_NAME}, "NotFound"),
+    ("why", {"entity": LONG_NAME}, "NotFound"),
+    ("why", {"entity": "ada", "attribute": "a/" + LONG_NAME}, "NotFound"),
+    ("history", {"entity": LONG_NAME}, "NotFound"),
+    ("history", {"entity": "ada", "attribute": "a/" + LONG_NAME}, "NotFound"),
+    ("remember", {"facts": [{"id": LONG_NAME, "t/s": "x"}]}, "TypeError"),
+    ("remember", {"facts": [{"id": "ada", "a/" + LONG_NAME: "x"}]}, "TypeError"),
+    ("remember", {"text": "x", "key": LONG_NAME}, "TypeError"),
+]   # forget is a retract: through an unknown name, a silent no-op (spec 03 §3), an over-long one too
+
+
+def test_an_over_long_name_is_a_typed_error_in_every_tool_and_resource(seeded, tmp_path):
+    """Before: `about`, `why`, `history` on a 50,000-character name were a traceback in the server
+    (SQLite: "LIKE or GLOB pattern too complex"), and `remember` stored a 50,000-byte attribute name."""
+    path = _copy(seeded, tmp_path, "names.db")
+    before = state(path)
+    server = Server(path, tmp_path / "names.log", "--write")
+    try:
+        tools = {tool["name"] for tool in server.start()}
+        assert {name for name, _, _ in NAME_CALLS} <= tools
+        for number, (tool, arguments, error) in enumerate(NAME_CALLS, start=1):
+            if tool == "remember":
+                arguments = {**arguments, "operation_id": f"long-{number}", "if_basis_tx": before[0]}
+            line = orjson.dumps({"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                                 "params": {"name": tool, "arguments": arguments}}) + b"\n"
+            reply, ms = server.ask(line, number)
+            _note_time(ms)
+            assert reply is not None and "result" in reply, (tool, reply)
+            texts = [item.get("text", "") for item in reply["result"]["content"]]
+            assert reply["result"].get("isError") and texts, (tool, texts)
+            assert texts[0].startswith(f"Error executing tool {tool}: "), (tool, texts[0][:300])
+            assert "no name is longer than 512 UTF-8 bytes" in texts[0] and len(texts[0]) < 1000, (tool, texts[0][:300])
+            # the text carries no error name: each kind says its own words
+            assert {"NotFound": "was not found", "TypeError": "invalid "}[error] in texts[0], (tool, texts[0][:300])
+            RESULTS["calls"] += 1
+        for number, uri in enumerate(("fgraph://tx/" + LONG_NAME, "fgraph://entity/" + LONG_NAME, f"fgraph://entity/{LONG_NAME}?at={before[0]}"), start=100):
+            reply, _ = server.ask(orjson.dumps({"jsonrpc": "2.0", "id": number, "method": "resources/read",
+                                                "params": {"uri": uri}}) + b"\n", number)
+            assert reply is not None, uri[:40]
+            if "error" in reply:
+                assert "no name is longer than 512 UTF-8 bytes" in reply["error"]["message"], reply["error"]["message"][:300]
+            else:   # an unknown selector's page is empty, as for any name no entity bears
+                assert json.loads(reply["result"]["contents"][0]["text"])["items"] == [], uri[:40]
+        _close(server)
+    finally:
+        server.kill()
+    assert state(path) == before
