@@ -81,7 +81,8 @@ def test_a_new_database_is_not_created_under_a_sidecar_name(store):
 
 #: one name of each kind fgraph.core.sidecars lists, as a sidecar of a store `t.db` (t.db itself need not exist)
 OWN_SIDECARS = ["t.db.scrub-pending", "t.db.excisions-owed", "t.db.sync.json", "t.db.sync.lock", "t.db.signing-key",
-                "t.db.vectors-7.usearch", "t.db.vectors-7.json", ".t.db.sync.json.4242.ab12cd.tmp"]
+                "t.db.sync-keys.json", "t.db.sync-provenance", "t.db.vectors-7.usearch", "t.db.vectors-7.json",
+                ".t.db.sync.json.4242.ab12cd.tmp"]
 
 
 def test_the_list_holds_every_name_fgraph_writes_beside_a_store():
