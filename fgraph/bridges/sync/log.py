@@ -119,6 +119,10 @@ class Log(Protocol):
     def erase(self, store: str, events: set) -> int:
         """Delete the records of ``store`` that carry ``events``; returns how many were deleted."""
 
+    def erase_report(self) -> dict:
+        """What the last ``erase`` did about the other copies the log keeps (a broker's replication
+        logs): ``status`` "erased" or "remains", and what, until when and how to remove it."""
+
 
 def store_id(db) -> str:
     """A stable identity of a store: from the hash of its genesis event, which holds its creation

@@ -12,48 +12,59 @@ claiming them.
 
 from __future__ import annotations
 
-from fgraph.bridges.sync import adapters, files as _sync
+from fgraph.bridges.sync import adapters, files as _sync, signing
 
 FURTHER = ("stores that sync from this one or from a target above carry the excision out at their next "
            "`fgraph sync`; backups, snapshots and collected streams keep it until replaced (docs/forgetting.md)")
 
 
-def _reach_store(path: str, target: str, event: str) -> dict:
-    summary = _sync.sync([path], target)
+def _reach_store(path: str, target: str, event: str, signing_key: str | None = None) -> dict:
+    summary = _sync.sync([path], target, signing_key=signing_key)
     done = [e for e in summary["excisions"] if e["event"] == event]
     outcome = done[0] if done else {"status": "not_met"}
     return {"where": target, "kind": "store", "status": outcome["status"], "tx": outcome.get("tx"),
             "scrub_complete": outcome.get("scrub_complete", True)}
 
 
-def _reach_log(path: str, url: str, event: str) -> dict:
-    summary = adapters.sync([path], url)
+def _reach_log(path: str, url: str, event: str, signing_key: str | None = None, **own) -> dict:
+    summary = adapters.sync([path], url, signing_key=signing_key, **own)
     done = [e for e in summary["excisions"] if e["event"] == event]
     if not done:   # published before: the records were deleted then, the excision record is there
         return {"where": url, "kind": "log", "status": "already_published", "messages_deleted": 0}
     return {"where": url, "kind": "log", "status": "published", "messages_deleted": done[0]["messages_deleted"],
-            "remainders_published": done[0]["remainders_published"]}
+            "remainders_published": done[0]["remainders_published"], "broker": done[0]["broker"]}
 
 
 def excise_and_reach(path: str, ref, *, operation_id, if_basis_tx, reach=(), erase_name: bool = False,
-                     published_receipt: bool = False) -> dict:
+                     published_receipt: bool = False, signing_key: str | None = None,
+                     insecure_plaintext_credentials: bool | None = None) -> dict:
     """Excise ``ref`` in the store at ``path`` (its name too with ``erase_name``), then carry the
     excision to every ``reach`` target. The receipt is ``fgraph.bridges.receipts``' summary unless
-    ``published_receipt`` (decision F6 in docs/forgetting.md)."""
+    ``published_receipt`` (decision F6 in docs/forgetting.md). Each log target is opened once
+    before anything is erased, so a log that refuses (its credentials would travel in clear, its
+    TLS does not verify, it is unreachable) stops the command with nothing done."""
     from fgraph.bridges import receipts
     from fgraph.db import connect
     targets = [(str(target), adapters.is_log_url(target)) for target in reach]
     for target, is_log in targets:   # a mistyped target is refused before anything is erased
         if not is_log:
             _sync.check_paths([path], target)
+    if targets:        # the key that seals the excision on its way, proved usable before anything is erased
+        signing.for_store(path, signing_key)
+    own = {"insecure_plaintext_credentials": insecure_plaintext_credentials}
+    for target, is_log in targets:   # and so is each log
+        if is_log:
+            adapters.open_log(target, **own).close()
     with connect(path) as db:
         receipt = db.excise(ref, operation_id=operation_id, if_basis_tx=if_basis_tx, erase_name=erase_name)
         report = dict(receipt) if published_receipt else receipts.redacted(db, receipt)
     reached = [{"where": path, "kind": "store", "status": report["status"], "tx": report["tx"],
                 "scrub_complete": report.get("scrub", {"complete": True}).get("complete", True)}]
     for target, is_log in targets:
-        reach_one = _reach_log if is_log else _reach_store
-        reached.append(reach_one(path, target, report["event"]))
+        if is_log:
+            reached.append(_reach_log(path, target, report["event"], signing_key, **own))
+        else:
+            reached.append(_reach_store(path, target, report["event"], signing_key))
     report["reached"] = reached
     report["further"] = FURTHER
     return report

@@ -218,6 +218,11 @@ class MemoryLog:
             self._seq[store] = last.seq if last else 0
             return len(doomed)
 
+    def erase_report(self) -> dict:
+        """A log in memory keeps no other copy of what ``erase`` deleted."""
+        return {"status": "erased", "replication_logs": "none", "detail": "a log in this process's memory keeps "
+                "no other copy of a record"}
+
     def lines(self, store: str) -> list[str]:
         """The event lines under ``store``, in order (what a test compares with the store's tail)."""
         with self._stream.changed:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import ipaddress
 import logging
 import re
 import ssl
@@ -36,7 +35,9 @@ from collections.abc import Mapping
 from fgraph.core import settings
 from fgraph.core.errors import Conflict, NotFound, TooLarge, Unsupported, ValueTypeError
 from fgraph.core.settings import Setting
-from fgraph.bridges.sync.adapters import ADAPTERS
+from fgraph.bridges.sync.adapters import ADAPTERS, nats_cluster_forget as cluster_forget
+from fgraph.bridges.sync.adapters.nats_tls import (INSECURE_HINT, NO_TLS_HINT, check_plaintext, guarded_client,
+                                                   has_credentials)
 from fgraph.bridges.sync.log import LogUnavailable, Record, SealedLine
 from fgraph.bridges.sync.signing import Seal
 
@@ -51,10 +52,6 @@ SEAL_KEY, SEAL_SIG = "Fgraph-Key", "Fgraph-Sig"   # a record's seal (fgraph.brid
 WRONG_LAST_SEQUENCE = 10071
 CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
-INSECURE_HINT = ("use a tls:// URL to a server that offers TLS, or, only on a network path you trust, "
-                 "pass --insecure-plaintext-credentials")
-NO_TLS_HINT = ("nothing was sent to it: check that the server runs with TLS (tls {} in its configuration) and that "
-               "nothing between rewrites what it announces; a tls:// URL never falls back to plain text")
 
 CREDS = Setting("FGRAPH_NATS_CREDS", "unset",
                 "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL")
@@ -97,78 +94,6 @@ def parse_url(url: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", stream
 
 
-def is_loopback(host: str) -> bool:
-    """True when ``host`` is this machine without asking DNS: ``localhost`` or a loopback address
-    literal (127.0.0.0/8, ::1, an IPv4-mapped loopback). Any other name may resolve anywhere."""
-    host = host.strip("[]").rstrip(".").lower()
-    if host == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback
-
-
-def has_credentials(login: Mapping[str, str]) -> bool:
-    return any(login.get(key) for key in ("creds", "user", "password", "token"))
-
-
-def refusal(scheme: str, host: str, *, tls: bool, credentials: bool, insecure: bool) -> str | None:
-    """Why the CONNECT line (which carries the credentials) must not go to this server now, None
-    when it may: a ``tls://`` server without a verified TLS session, or credentials that would
-    travel in clear to another machine without the user's ``--insecure-plaintext-credentials``."""
-    if scheme == "tls" and not tls:
-        return "the server did not complete a verified TLS handshake"
-    if credentials and not tls and not insecure and not is_loopback(host):
-        return f"the credentials would travel in clear to {host}"
-    return None
-
-
-def check_plaintext(server: str, login: Mapping[str, str], insecure: bool) -> None:
-    """Refuse, before any name lookup or connection, credentials for a ``nats://`` URL of another machine."""
-    parts = urllib.parse.urlsplit(server)
-    if parts.scheme == "nats" and has_credentials(login) and not insecure and not is_loopback(parts.hostname or ""):
-        raise Unsupported(f"credentials would travel in clear to {server} (a nats:// URL is plain text)", INSECURE_HINT)
-
-
-def verified_tls(transport) -> bool:
-    """True when nats-py's transport carries a TLS session whose peer certificate was verified.
-    Fails closed: a transport that does not say (another nats-py layout) counts as plain text."""
-    writer = getattr(transport, "_io_writer", None)
-    extra = getattr(writer, "get_extra_info", None)
-    session = extra("ssl_object") if callable(extra) else None
-    if not isinstance(session, (ssl.SSLObject, ssl.SSLSocket)):
-        return False
-    return session.context.verify_mode == ssl.CERT_REQUIRED and bool(session.getpeercert())
-
-
-def _guarded_client(nats, *, credentials: bool, insecure: bool):
-    """nats-py's client with one check added where it builds CONNECT — after the server's INFO and
-    any TLS upgrade, before a byte of CONNECT (credentials, signature) is written, at the first
-    connection and at every reconnection alike. A refusal is a ``nats.errors.Error``, so the client
-    drops that server and tries again; ``Refused`` lets ``NatsLog`` tell it from other failures."""
-    class Refused(nats.errors.Error):
-        def __init__(self, reason: str):
-            super().__init__(reason)
-            self.reason = reason
-
-        def __str__(self) -> str:
-            return self.reason
-
-    class GuardedClient(nats.aio.client.Client):
-        def _connect_command(self) -> bytes:
-            uri = self._current_server.uri
-            reason = refusal(uri.scheme, uri.hostname or "", tls=verified_tls(self._transport),
-                             credentials=credentials, insecure=insecure)
-            if reason is not None:
-                raise Refused(reason)
-            return super()._connect_command()
-
-    return GuardedClient, Refused
-
-
 def _options(server: str, login: Mapping[str, str]) -> dict:
     options = {"servers": [server], "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
                "max_reconnect_attempts": 1, "reconnect_time_wait": 0.2, "name": "fgraph sync"}
@@ -208,9 +133,10 @@ class NatsLog:
         self._login = auth()
         check_plaintext(self.server, self._login, insecure_plaintext_credentials)   # before any lookup or connection
         self._nats = _nats()
-        self._client, self._refused = _guarded_client(self._nats, credentials=has_credentials(self._login),
+        self._client, self._refused = guarded_client(self._nats, credentials=has_credentials(self._login),
                                                       insecure=insecure_plaintext_credentials)
         self._seen: collections.deque = collections.deque(maxlen=16)   # the client's last errors (error_cb)
+        self._erase_report: dict = {}
         # asyncio's TLS transport logs a harmless warning at each close ("returning true from
         # eof_received() …"); the CLI's stderr carries one-line errors only
         logging.getLogger("asyncio").setLevel(logging.ERROR)
@@ -229,7 +155,7 @@ class NatsLog:
 
     # -- plumbing
     def _refusal(self) -> Unsupported | None:
-        """The error for the last server the guard refused (``_guarded_client``), None when none was."""
+        """The error for the last server the guard refused (``nats_tls.guarded_client``), None when none was."""
         refused = [e for e in self._seen if isinstance(e, self._refused)]
         if not refused:
             return None
@@ -428,8 +354,10 @@ class NatsLog:
         return self._run(go())
 
     def erase(self, store: str, events: set) -> int:
-        """Delete (the server overwrites them) the records of ``store`` that carry ``events``;
-        returns how many were deleted. Reads headers only, never the records' contents."""
+        """Delete (the server overwrites them) the records of ``store`` that carry ``events``, with
+        a replicated stream at one replica so that no node's raft log keeps them
+        (``nats_cluster_forget``); returns how many were deleted, ``erase_report`` what became of
+        the broker's other copies. Reads headers only, never the records' contents."""
         api = self._nats.js.api
 
         async def go():
@@ -448,18 +376,32 @@ class NatsLog:
                             doomed.append(message.metadata.sequence.stream)
                     if batch and batch[-1].metadata.num_pending == 0:
                         break
-            finally:
+            finally:   # gone at once: a consumer left on a node would hold up the way to one replica
+                name = (await subscription.consumer_info()).name
                 await subscription.unsubscribe()
+                await self._js.delete_consumer(self.stream, name)
+            plan = await cluster_forget.prepare(self._nc, self.stream, bool(doomed))
             deleted = 0
             for seq in doomed:
                 try:
                     deleted += bool(await self._js.delete_msg(self.stream, seq))
                 except self._nats.js.errors.NotFoundError:
                     pass
+            try:
+                self._erase_report = await cluster_forget.finish(self._nc, plan)
+            except cluster_forget.Refused as exc:
+                raise LogUnavailable(f"stream {self.stream} stays at one replica after the erase: scaling it back "
+                                     f"to {plan.replicas} failed ({exc})",
+                                     "the next run of the same `fgraph sync` brings it back, or: nats stream "
+                                     f"edit {self.stream} --replicas {plan.replicas} -f") from None
             return deleted
-        deleted = self._run(go(), CALL_TIMEOUT * 12)
+        deleted = self._run(go(), CALL_TIMEOUT * 12 + cluster_forget.SETTLE_WAIT * 2)
         self.last(store)   # the subject may now end earlier: the next append expects what the server holds
         return deleted
+
+    def erase_report(self) -> dict:
+        """What the last ``erase`` did about the broker's other copies (its raft logs), for the report."""
+        return self._erase_report
 
     def pending(self, consumer: str) -> int:
         info = self._run(self._js.consumer_info(self.stream, consumer))

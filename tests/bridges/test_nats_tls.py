@@ -2,7 +2,8 @@
 refuses a server that does not complete a verified TLS handshake before a byte of CONNECT — so
 before any password, token or creds signature — leaves the process, whether the server offers no
 TLS or a man in the middle dropped ``tls_required`` from its INFO (a fake server on loopback,
-tests/support/fakenats.py, records every byte it receives); credentials go over plain
+tests/support/fakenats.py, records every byte it receives; the code is
+``fgraph/bridges/sync/adapters/nats_tls.py``); credentials go over plain
 ``nats://`` only to this machine, or with ``--insecure-plaintext-credentials``, and the refusal
 of any other host comes before a name lookup or a connection."""
 
@@ -13,6 +14,7 @@ import socket
 
 import pytest
 
+import fgraph
 from tests.support.fakenats import PLAIN_INFO, STRIPPED_TLS_INFO, FakeNats
 from tests.support.nats import NatsServer, needs_server
 from tests.support.syncing import cli, publish, write_sources
@@ -129,12 +131,12 @@ def test_credentials_to_this_machine_need_no_option_and_the_option_needs_a_log(t
     ("example.invalid", False), ("10.0.0.1", False), ("0.0.0.0", False), ("localhost.example.com", False),
     ("2001:db8::1", False), ("", False)])
 def test_loopback_is_decided_without_dns(host, loopback):
-    from fgraph.bridges.sync.adapters import nats as sync_nats
-    assert sync_nats.is_loopback(host) is loopback
+    from fgraph.bridges.sync.adapters.nats_tls import is_loopback
+    assert is_loopback(host) is loopback
 
 
 def test_the_decision_before_connect():
-    from fgraph.bridges.sync.adapters.nats import refusal
+    from fgraph.bridges.sync.adapters.nats_tls import refusal
     assert refusal("tls", "127.0.0.1", tls=False, credentials=False, insecure=True) is not None
     assert refusal("tls", "hub", tls=True, credentials=True, insecure=False) is None
     assert refusal("nats", "hub", tls=True, credentials=True, insecure=False) is None   # a server that required TLS
@@ -142,3 +144,19 @@ def test_the_decision_before_connect():
     assert refusal("nats", "hub", tls=False, credentials=True, insecure=True) is None
     assert refusal("nats", "127.0.0.1", tls=False, credentials=True, insecure=False) is None
     assert refusal("nats", "hub", tls=False, credentials=False, insecure=False) is None
+
+
+def test_excise_reach_refuses_a_log_it_would_send_credentials_to_in_clear_before_erasing(tmp_path):
+    write_sources(tmp_path, 2, names=("a",))
+    with fgraph.connect(tmp_path / "a.db", read_only=True) as db:
+        basis, before = db.latest_tx(), db.entity("a-0")
+    proc = cli("--db", "a.db", "excise", "a-0", "--operation-id", "forget-a0", "--if-basis-tx", str(basis),
+               "--reach", "nats://example.invalid:4222/S", cwd=tmp_path, check=False,
+               extra_env={"FGRAPH_NATS_TOKEN": TOKEN})
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith("Unsupported: credentials would travel in clear to nats://example.invalid")
+    with fgraph.connect(tmp_path / "a.db", read_only=True) as db:
+        assert db.latest_tx() == basis and db.entity("a-0") == before      # nothing was erased
+    alone = cli("--db", "a.db", "excise", "a-0", "--operation-id", "x", "--if-basis-tx", str(basis),
+                "--insecure-plaintext-credentials", cwd=tmp_path, check=False)
+    assert alone.returncode == 2 and b"applies with --reach only" in alone.stderr
