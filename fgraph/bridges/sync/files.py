@@ -40,7 +40,7 @@ from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound, Val
 from fgraph.core.limits import GENESIS_TX, SYNC_BATCH, SYNC_INTERVAL
 from fgraph.ops.propagate import is_excision_line
 from fgraph.bridges.sync import signing
-from fgraph.bridges.sync.forgetting import provenance_runs
+from fgraph.bridges.sync.forgetting import apply_noting
 from fgraph.bridges.sync.log import store_id
 from fgraph.bridges.sync.trust import FILE_SCOPE, Refused, Trust, refused_summary
 
@@ -251,9 +251,8 @@ def _redacted(source: Source, target, tx: int, line: str) -> None:
         source.anchor = (tx, event)
         return
     remainder = source.db.redacted_remainder(event)
-    tx_before = target.latest_tx()
     try:
-        summary = target.apply_summary([remainder])
+        summary = apply_noting(target, source.trust, source.store, [remainder])
     except FgraphError as exc:
         raise rewrap(exc, before=f"sync from {source.path!r} stopped at event {event} (source tx {tx}): the "
                      "remainder of that redacted event cannot be applied: ",
@@ -261,24 +260,6 @@ def _redacted(source: Source, target, tx: int, line: str) -> None:
                      "> s.ndjson`, then `fgraph --db NEW restore s.ndjson`) and sync into that") from exc
     source.counts["remainders"] += summary["applied"]
     source.counts["redacted_skipped"] += 1
-    _note_provenance(source, target, tx_before, summary, [remainder])
-
-
-def _kept(lines, into: list):
-    """``lines``, each also kept in ``into`` (for the provenance note after the commit)."""
-    for line in lines:
-        into.append(line)
-        yield line
-
-
-def _note_provenance(source: Source, target, before: int, summary: dict, lines: list) -> None:
-    """Note that ``source``'s store brought the target's transactions its ``lines`` made (T3)."""
-    if summary["applied"] and source.trust is not None:
-        events = {}
-        for line in lines:
-            start = line.find('"event":"')
-            events[line[start + 9:start + 45]] = source.store
-        source.trust.note_provenance(provenance_runs(target, before, events))
 
 
 def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
@@ -300,13 +281,10 @@ def sync_batch(source: Source, target, through: int, batch_size: int) -> int:
                 continue
             since = source.position
             run = _Run(first, pairs, batch_size - read)
-            tx_before = target.latest_tx()
-            lines: list = []
             try:
-                summary = target.apply_summary(_kept(run, lines), skip=source.stand_ins.covers)
+                summary = apply_noting(target, source.trust, source.store, iter(run), source.stand_ins.covers)
             except FgraphError as exc:
                 raise _located(exc, source, since, through) from exc
-            _note_provenance(source, target, tx_before, summary, lines)
             read += run.count
             source.position = run.last[0]
             source.anchor = (source.position, _event_of(run.last[1]))

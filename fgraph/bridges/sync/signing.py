@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 from fgraph.core.errors import FormatError
 from fgraph.core.files import create_private, read_private
+from fgraph.core.sidecars import SIGNING_KEY
 
-KEY_SUFFIX = ".signing-key"
+KEY_SUFFIX = SIGNING_KEY    # the name: fgraph.core.sidecars, where every sidecar name is listed
 KEY_FORMAT = "fgraph-signing-key/1"
 KEY_PREFIX = "ed25519:"           # the one key format: a key id is this and the base64url public key
 SEED_PREFIX = "ed25519-seed:"     # in the key file: the 32-byte private seed, base64url

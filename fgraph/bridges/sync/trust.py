@@ -26,12 +26,13 @@ import time
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ValueTypeError
 from fgraph.core.files import append_sidecar, read_sidecar, read_sidecar_lines, write_atomically
 from fgraph.core.limits import MEMORY
+from fgraph.core.sidecars import SYNC_KEYS, SYNC_PROVENANCE
 from fgraph.bridges.sync.signing import Seal, public_key_bytes, verify
 
-PINS_SUFFIX = ".sync-keys.json"
+PINS_SUFFIX = SYNC_KEYS            # the names: fgraph.core.sidecars, where every sidecar name is listed
 PINS_FORMAT = "fgraph-sync-keys/1"
 POLICY_FORMAT = "fgraph-trust/1"
-PROVENANCE_SUFFIX = ".sync-provenance"
+PROVENANCE_SUFFIX = SYNC_PROVENANCE
 PROVENANCE_FORMAT = b"fgraph-sync-provenance/1\n"
 ERASE_SCOPES = ("own", "any")
 FILE_SCOPE = "file"      # the scope a file sync seals and checks excision records in (a log's is its name)
