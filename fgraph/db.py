@@ -164,9 +164,7 @@ class Db:
 
     def excise(self, ref: JSON, *, operation_id: str | None = None, if_basis_tx: int | None = None,
                erase_name: bool = False) -> TxReport:
-        """Erase one entity or attribute from the present and from history (spec 07 §2); returns the
-        published receipt, erased values and all (decision F6 in docs/forgetting.md: the faces print
-        it redacted). ``erase_name``: its name goes too (ours, decision F5)."""
+        """Erase from present and history (07 §2), the name too with ``erase_name``; the published receipt (F5, F6)."""
         from fgraph.ops import excise as _excise
         self._writable()
         try:
