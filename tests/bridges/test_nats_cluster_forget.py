@@ -145,8 +145,9 @@ def test_with_a_node_down_the_report_says_what_remains_and_how_to_remove_it(tmp_
 @pytest.mark.skipif(not FULL, reason="the long cluster run is FGRAPH_TORTURE=full")
 def test_excisions_under_traffic_leave_no_canary_and_lose_nothing(tmp_path):
     """Five rounds of more history, an excision and the publisher's sync, while another store
-    commits and publishes with --follow: each round every node is clean when the command returns,
-    and a new consumer gets every event of the other store."""
+    commits and publishes with --follow and a reader consumes with --follow: each round every node
+    is clean when the command returns; both followers ride out every cycle, and the reader and a
+    new consumer end with the source's data, every event of the other store and no canary."""
     with fgraph.connect(tmp_path / "a.db") as db:
         canaries.write_history(db, 6)
     write_sources(tmp_path, 20, names=("b",))
@@ -156,6 +157,9 @@ def test_excisions_under_traffic_leave_no_canary_and_lose_nothing(tmp_path):
         follower = subprocess.Popen([FGRAPH, "--json", "sync", "--from", "b.db", "--to", url, "--follow",
                                      "--interval", "0.05"], cwd=tmp_path, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env())
+        reader = subprocess.Popen([FGRAPH, "--json", "sync", "--from", f"{cluster.nodes[1].url}/R3", "--to",
+                                   "central.db", "--follow", "--interval", "0.05", "--ack-wait", "2"], cwd=tmp_path,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
         try:
             for round_ in range(5):
                 write_sources(tmp_path, 20, first=20 * (round_ + 1), names=("b",))
@@ -172,15 +176,22 @@ def test_excisions_under_traffic_leave_no_canary_and_lose_nothing(tmp_path):
                 assert excision["broker"]["status"] == "erased", excision
                 assert raft_hits(cluster) == [{}, {}, {}], round_
             wait_for(lambda: caught_up(tmp_path, url, "b"), 120, "the follower to publish every event of b")
+            wanted = set(tail(tmp_path / "b.db")[1:])                    # all but b's genesis
+            wait_for(lambda: wanted <= set(tail(tmp_path / "central.db")), 120, "the reader to take every event of b")
         finally:
-            follower.send_signal(signal.SIGTERM)
-            _, err = follower.communicate(timeout=60)
-        assert follower.returncode == 0, err.decode()
+            outs = []
+            for proc in (follower, reader):
+                proc.send_signal(signal.SIGTERM)
+                outs.append(proc.communicate(timeout=60))
+        for proc, (_, err) in zip((follower, reader), outs):
+            assert proc.returncode == 0, err.decode()                 # both rode out every cycle
         consume(tmp_path, url, "late.db")
-        with fgraph.connect(tmp_path / "a.db", read_only=True) as source, \
-                fgraph.connect(tmp_path / "late.db", read_only=True) as replica:
-            assert canaries.others_state(replica) == canaries.others_state(source)
-        assert set(tail(tmp_path / "b.db")[1:]) <= set(tail(tmp_path / "late.db"))   # all but b's genesis
+        for name in ("late.db", "central.db"):
+            with fgraph.connect(tmp_path / "a.db", read_only=True) as source, \
+                    fgraph.connect(tmp_path / name, read_only=True) as replica:
+                assert canaries.others_state(replica) == canaries.others_state(source), name
+            assert canaries.canary_hits(tmp_path, name) == {}, name
+        assert wanted <= set(tail(tmp_path / "late.db"))
     finally:
         cluster.stop()
 
