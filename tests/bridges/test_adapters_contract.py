@@ -4,8 +4,8 @@ registry (fgraph/bridges/sync/adapters): a store's records come out in the order
 the same message id twice is stored once; a publisher resumes from what the log holds and a
 consumer from its acknowledgements; an append after a predecessor that is not the subject's last,
 or into a log that does not exist, is refused; forgetting's side records are kept, found and
-delivered, and erasing records leaves the subject appendable; pending counts what a consumer has
-not acknowledged. End to end, two stores published through the adapter and consumed into two
+delivered, and erasing records leaves the subject appendable; a record's seal comes back with it;
+pending counts what a consumer has not acknowledged. End to end, two stores published through the adapter and consumed into two
 central stores give identical tails, and an older copy of a published store is refused.
 
 The test iterates the registry: an adapter added there is covered here, and the test fails until
@@ -23,6 +23,7 @@ import pytest
 import fgraph
 from fgraph.bridges.sync import adapters
 from fgraph.bridges.sync import log as sync_log
+from fgraph.bridges.sync.signing import Seal
 from fgraph.core.errors import Conflict, NotFound
 from tests.support import logs
 from tests.support.syncing import assert_fan_in, tail
@@ -189,6 +190,27 @@ def test_forgettings_side_records_are_kept_found_and_delivered_and_erasing_leave
         sides = sorted((r.kind, r.line) for r in got if r.kind != "event")
         assert sides == sorted([("excision", excision), ("remainder", remainder)])
         assert {r.store for r in got} == {store} and nothing_more(log, "fgraph-forget")
+
+
+def test_a_records_seal_comes_back_with_it_unchanged(url):
+    """The log carries seals and checks nothing (log.py verifies; docs/forgetting.md T1)."""
+    store = new_store()
+    with adapters.open_log(url) as log:
+        event, other = str(uuid.uuid4()), str(uuid.uuid4())
+        sealed = Seal("ed25519:" + "A" * 43, "sig-of-" + event)
+        assert log.append(store, "src.db", line_of(event), event, None, seal=sealed) is True
+        assert log.append(store, "src.db", line_of(other), other, event) is True      # unsealed: carried as such
+        side = Seal("ed25519:" + "B" * 43, "sig-of-excision")
+        excision = json.dumps({"excision": other})
+        assert log.put(store, "excision", "", excision, "excision:" + other, seal=side) is True
+        assert log.put(store, "remainder", event, line_of(event, 9), "remainder:" + event, seal=sealed) is True
+        got = {r.event: r for r in take(log, "fgraph-seals", 4)}
+        assert got[event].seal == sealed and got[other].seal is None
+        assert got["excision:" + other].seal == side and got["remainder:" + event].seal == sealed
+        assert all(r.where for r in got.values())                       # where the log keeps it, for errors
+        assert [line.seal for line in log.excision_records(store)] == [side]
+        assert log.remainder(store, event).seal == sealed
+        assert isinstance(log.stream, str) and log.stream and "://" not in log.stream
 
 
 def test_pending_counts_what_a_consumer_has_not_acknowledged_and_a_deferred_record_comes_back(url):
