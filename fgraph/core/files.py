@@ -283,6 +283,8 @@ def create_private(path: str, data: bytes, what: str) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, PRIVATE_MODE)
     except FileExistsError:
+        if os.path.islink(path):
+            raise Conflict(f"the {what} {path!r} is a symbolic link", "remove the link; fgraph never uses links there") from None
         raise Conflict(f"the {what} {path!r} appeared while it was being created",
                        "another process created it; retry, and fgraph reads it") from None
     except OSError as exc:

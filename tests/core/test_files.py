@@ -9,8 +9,8 @@ import pytest
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 from fgraph.core.files import (
-    fsync_directory, fsync_file, open_sidecar, publish, read_sidecar, remove_sidecar, same_file,
-    sweep_abandoned_temporaries, write_atomically,
+    append_sidecar, create_private, fsync_directory, fsync_file, open_sidecar, publish, read_private, read_sidecar,
+    read_sidecar_lines, remove_sidecar, same_file, sweep_abandoned_temporaries, write_atomically,
 )
 
 
@@ -225,3 +225,38 @@ def test_publish_turns_an_os_failure_into_a_typed_error_or_the_callers(tmp_path)
     with pytest.raises(FormatError, match="cannot be created"):
         publish_backup(_scratch(tmp_path), missing_directory,
                        failure=lambda exc: FormatError(f"backup destination cannot be created ({exc.strerror})", "h"))
+
+
+def test_a_private_file_is_created_owner_only_exclusively_and_refused_once_others_may_read_it(tmp_path):
+    key = tmp_path / "a.db.signing-key"
+    create_private(str(key), b"secret", "signing key")
+    assert oct(os.lstat(key).st_mode & 0o777) == oct(0o600) and read_private(str(key), "signing key") == b"secret"
+    with pytest.raises(Conflict, match="appeared while it was being created"):
+        create_private(str(key), b"other", "signing key")               # never overwritten
+    assert key.read_bytes() == b"secret"
+    os.chmod(key, 0o604)
+    with pytest.raises(ReadOnly, match="may be read by others") as caught:
+        read_private(str(key), "signing key")
+    assert "chmod 600" in caught.value.hint
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(Conflict, match="symbolic link"):
+        create_private(str(tmp_path / "link"), b"x", "signing key")
+    assert not (tmp_path / "nowhere").exists() and read_private(str(tmp_path / "missing"), "signing key") is None
+
+
+def test_an_append_only_note_is_appended_and_read_back_by_line_never_through_a_link_or_fifo(tmp_path):
+    note = tmp_path / "r.db.sync-provenance"
+    assert list(read_sidecar_lines(str(note), "sync provenance")) == []
+    append_sidecar(str(note), b"one\n", "sync provenance")
+    append_sidecar(str(note), b"two\n", "sync provenance")
+    assert list(read_sidecar_lines(str(note), "sync provenance")) == [b"one\n", b"two\n"]
+    append_sidecar(str(note), b"x" * 5000 + b"\n", "sync provenance")
+    with pytest.raises(FormatError, match="longer than fgraph writes"):
+        list(read_sidecar_lines(str(note), "sync provenance"))
+    (tmp_path / "link").symlink_to(note)
+    os.mkfifo(tmp_path / "fifo")
+    for name in ("link", "fifo"):
+        with pytest.raises(Conflict, match="symbolic link|not a regular file"):
+            append_sidecar(str(tmp_path / name), b"three\n", "sync provenance")
+        with pytest.raises(Conflict, match="symbolic link|not a regular file"):
+            list(read_sidecar_lines(str(tmp_path / name), "sync provenance"))
