@@ -120,3 +120,28 @@ def test_a_key_named_by_the_user_is_used_and_created_there(tmp_path):
         assert not (tmp_path / "a.db.signing-key").exists()
     finally:
         memory.drop(url)
+
+
+def test_a_run_of_chained_records_is_proved_by_one_signature_and_a_changed_record_is_not(monkeypatch):
+    from fgraph.bridges.sync import trust
+    from fgraph.bridges.sync.log import Record
+    signer, store = signing.Signer(os.urandom(32), "memory"), "a" * 32
+    records, prev = [], None
+    for n in range(5):
+        event = str(uuid.uuid4())
+        line = '{"event":"%s","n":%d}' % (event, n)
+        seal = signer.seal_next("EVENTS", store, "event", event, prev, line)
+        records.append(Record(line=line, event=event, store=store, prev=prev, seal=seal))
+        prev = event
+    calls = []
+    real = trust.verify_signed
+    monkeypatch.setattr(trust, "verify_signed", lambda *args: calls.append(args) or real(*args))
+    assert trust.verified_runs(records, "EVENTS") == {id(r) for r in records} and len(calls) == 1
+    assert trust.verified_runs(records, "OTHER") == set()                  # another stream proves nothing
+    changed = Record(line=records[2].line.replace('"n":2', '"n":7'), event=records[2].event, store=store,
+                     prev=records[2].prev, seal=records[2].seal)
+    records[2] = changed
+    proved = trust.verified_runs(records, "EVENTS")
+    assert id(changed) not in proved and {id(r) for r in records[3:]} <= proved
+    assert not signing.verify(changed.seal, "EVENTS", store, "event", changed.event, changed.prev, changed.line)
+    assert all(signing.verify(r.seal, "EVENTS", store, "event", r.event, r.prev, r.line) for r in records[:2])

@@ -27,7 +27,7 @@ from __future__ import annotations
 from fgraph.core.canonical import dumps, loads
 from fgraph.core.errors import FgraphError, FormatError
 from fgraph.ops.propagate import check_record, is_excision_line, remainder_event
-from fgraph.bridges.sync.trust import Refused
+from fgraph.bridges.sync.trust import Refused, verified_runs
 
 MAX_WALK = 100_000      # redacted predecessors followed back from one record before giving up
 
@@ -137,10 +137,11 @@ class Consumer:
         their error), neither applied nor acknowledged."""
         self.index.fresh()
         self.done, self.lines, later, held, self.known, self.set_aside = [], [], [], set(), set(), []
+        proved = verified_runs(records, self.log.stream)      # one signature per run of a store's records
         for record in records:
             try:
                 self.trust.check(record.store, record.seal, self.log.stream, record.kind, record.event, record.prev,
-                                 record.line, record.where or self.log.name)
+                                 record.line, record.where or self.log.name, verified=id(record) in proved)
                 self.one(record, later, held)
             except Refused as refused:
                 self.set_aside.append((record, refused))

@@ -256,7 +256,8 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
             try:
                 if is_excision_line(line):
                     publish_redacted(source, log, line)
-                seal = source.signer.seal(source.scope, source.store, "event", event, source.prev, line)
+                # chained to the event this signer sealed before: a consumer verifies one seal per run
+                seal = source.signer.seal_next(source.scope, source.store, "event", event, source.prev, line)
                 fresh = log.append(source.store, source.path, line, event, source.prev, seal=seal)
             except LogUnavailable:
                 source.stale = True

@@ -27,7 +27,7 @@ from fgraph.core.errors import Conflict, FgraphError, FormatError, ValueTypeErro
 from fgraph.core.files import append_sidecar, read_sidecar, read_sidecar_lines, write_atomically
 from fgraph.core.limits import MEMORY
 from fgraph.core.sidecars import SYNC_KEYS, SYNC_PROVENANCE
-from fgraph.bridges.sync.signing import Seal, public_key_bytes, verify
+from fgraph.bridges.sync.signing import Seal, link, public_key_bytes, signed_bytes, verify, verify_signed
 
 PINS_SUFFIX = SYNC_KEYS            # the names: fgraph.core.sidecars, where every sidecar name is listed
 PINS_FORMAT = "fgraph-sync-keys/1"
@@ -138,9 +138,10 @@ class Trust:
         return None if pin is None else pin.get("key")
 
     def check(self, store: str, seal: Seal | None, scope: str, kind: str, msg_id: str, prev: str | None,
-              line: str | bytes, where: str) -> None:
+              line: str | bytes, where: str, verified: bool = False) -> None:
         """Raise ``Refused`` unless ``seal`` is ``store``'s key's signature of this record; a store
-        met for the first time (no policy) has its key pinned, after the signature verifies."""
+        met for the first time (no policy) has its key pinned, after the signature verifies.
+        ``verified``: the signature was proved already, through a chain (``verified_runs``)."""
         what = f"the {kind} record {msg_id} of store {store} ({where})"
         if seal is None:
             raise Refused(f"{what} is unsigned", "only records a store sealed with its own key are applied; "
@@ -161,7 +162,7 @@ class Trust:
             raise Refused(f"{what} is sealed by {seal.key}, but store {store} speaks with {expected} here",
                           f"if that store rotated its key (ask its owner), {how}; otherwise someone else is "
                           "publishing in its name: nothing of it was applied", store=store, where=where)
-        if not verify(seal, scope, store, kind, msg_id, prev, line):
+        if not verified and not verify(seal, scope, store, kind, msg_id, prev, line):
             raise Refused(f"{what} does not verify under {seal.key} for {scope!r}",
                           "it was altered, forged, or replayed from another log: nothing of it was applied",
                           store=store, where=where)
@@ -219,6 +220,38 @@ class Trust:
                           "that store's key erase anything (--trust FILE with \"may_erase\": \"any\")",
                           store=store, where=where)
         return check
+
+
+def verified_runs(records, scope: str) -> set:
+    """The ids of the event ``records`` (``log.Record``s) whose seals are proved by one verification
+    per run: following each store's records in order, a record whose ``chain`` is the link of the
+    one before continues the run, and verifying the run's last signature proves every record of it
+    (each link is a SHA-256 of the bytes a seal signs, which hold the link before). A run whose last
+    signature fails proves nothing: its records are then verified one by one, as any other."""
+    runs: dict = {}          # store → the current run: [(record, link)], all under one key
+    proved: set = set()
+
+    def close(run) -> None:
+        if len(run) > 1 and verify_signed(run[-1][0].seal, run[-1][2]):
+            proved.update(id(record) for record, _, _ in run)
+    for record in records:
+        seal = record.seal
+        if record.kind != "event" or seal is None or not isinstance(seal.chain, str):
+            continue
+        try:
+            signed = signed_bytes(scope, record.store, "event", record.event, record.prev, record.line, seal.chain)
+        except FgraphError:
+            continue
+        run = runs.get(record.store)
+        if run and (seal.chain != run[-1][1] or seal.key != run[-1][0].seal.key):
+            close(run)
+            run = None
+        if not run:
+            run = runs[record.store] = []
+        run.append((record, link(signed), signed))
+    for run in runs.values():
+        close(run)
+    return proved
 
 
 def refused_summary(refused: list, into: str) -> FgraphError:

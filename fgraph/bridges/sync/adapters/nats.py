@@ -9,8 +9,9 @@ headers
   for its first);
 - ``Nats-Expected-Last-Subject-Sequence``: the sequence of the last record on the subject, so a
   record can never land after a gap, nor two publishers of one store interleave (``Conflict``);
-- ``Fgraph-Key`` and ``Fgraph-Sig``: the record's seal, the store's key id and its signature (on
-  side records too; decision T1 in docs/forgetting.md), covering the stream's name (``stream``).
+- ``Fgraph-Key``, ``Fgraph-Sig`` and ``Fgraph-Chain``: the record's seal, the store's key id, its
+  signature and the link of the record before it (on side records too; decision T1 in
+  docs/forgetting.md), covering the stream's name (``stream``).
 
 A target reads through the durable pull consumer ``fgraph-<target id>`` (explicit acks). The
 ``nats-py`` package is the extra ``fgraph[nats]`` and is imported only when a URL is used.
@@ -48,7 +49,7 @@ DEFAULT_ACK_WAIT = ADAPTERS["nats"].options["ack_wait"]   # the registry line st
 DEFER_DELAY = 0.2         # seconds before a record handed back is delivered again
 STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "Nats-Expected-Last-Subject-Sequence"
 KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
-SEAL_KEY, SEAL_SIG = "Fgraph-Key", "Fgraph-Sig"   # a record's seal (fgraph.bridges.sync.signing)
+SEAL_KEY, SEAL_SIG, SEAL_CHAIN = "Fgraph-Key", "Fgraph-Sig", "Fgraph-Chain"   # a record's seal (sync.signing)
 WRONG_LAST_SEQUENCE = 10071
 CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
@@ -109,12 +110,14 @@ def _options(server: str, login: Mapping[str, str]) -> dict:
 
 
 def _seal_headers(seal: Seal | None) -> dict:
-    return {} if seal is None else {SEAL_KEY: seal.key, SEAL_SIG: seal.sig}
+    if seal is None:
+        return {}
+    return {SEAL_KEY: seal.key, SEAL_SIG: seal.sig, **({SEAL_CHAIN: seal.chain} if seal.chain else {})}
 
 
 def _seal_of(headers) -> Seal | None:
-    key, sig = headers.get(SEAL_KEY), headers.get(SEAL_SIG)
-    return Seal(key, sig) if isinstance(key, str) and isinstance(sig, str) else None
+    key, sig, chain = headers.get(SEAL_KEY), headers.get(SEAL_SIG), headers.get(SEAL_CHAIN, "")
+    return Seal(key, sig, chain) if isinstance(key, str) and isinstance(sig, str) and isinstance(chain, str) else None
 
 
 def _first_line(exc: BaseException) -> str:
