@@ -273,7 +273,8 @@ def carry_out(session: WriteSession, path: str, record: dict, source: str, allow
 
     Before anything is erased, ``allow(target, event, tx, imported)`` (when given) is told who
     introduced the target here — the event that created it, its transaction, and whether that
-    event came from elsewhere — and raises to refuse (decision T3 in docs/forgetting.md).
+    event came from elsewhere — and raises to refuse (decision T3 in docs/forgetting.md); a target
+    this store excised already is not asked about: this store decided it goes.
 
     Data about the target that arrived after it was erased here (from a store that had not
     carried the excision out yet) is erased again, under ``<operation id>:<n>``."""
@@ -300,7 +301,7 @@ def carry_out(session: WriteSession, path: str, record: dict, source: str, allow
         report = _excise.excise(session, path, local, operation_id=operation, again=True,  # finishes an owed scrub
                                 erase_name=erase_name)
     else:
-        if allow is not None:
+        if allow is not None and not (done or excised):   # excised here already: what came back goes again (F1)
             allow(record["target"], *introduced_by(cat, x))
         if done:
             operation = _repeat(cat, operation)

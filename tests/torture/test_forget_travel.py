@@ -1,9 +1,12 @@
 """Torture family ``forget-travel`` (issue 33): random histories where one entity carries canaries
 in every stored form, mixed into other entities' events; receivers that took a random prefix of
 the source's history (directly or through a hub), wrote their own facts (about her too), then
-took the propagated excision in a random order of hops. Every round checks: no canary byte in any
-store's files, doctor clean everywhere, no owed-excision note left, and every receiver holding
-exactly what a receiver that never saw her holds of the source's other entities.
+took the propagated excision in a random order of hops. A receiver that wrote her itself before
+any store brought her, or got her from a hub that did, refuses the excision (issue 47 item 1,
+decision T3 in docs/forgetting.md: a store erases only what it brought), saying so; its operator
+then excises her there, as the refusal says, and the hop goes through. Every round checks: no canary byte in any store's files, doctor
+clean everywhere, no owed-excision note left, and every receiver holding exactly what a receiver
+that never saw her holds of the source's other entities.
 
 ``make test`` runs a bounded number of rounds; ``make torture`` the full count (docs/reliability.md)."""
 
@@ -15,6 +18,8 @@ from collections import Counter
 
 import fgraph
 from fgraph.bridges.sync import files as file_sync
+from fgraph.bridges.sync.log import store_id
+from fgraph.bridges.sync.trust import Refused
 from tests.support import canaries
 from tests.support.torture import report, rng, size
 
@@ -57,16 +62,25 @@ def take_prefix(source, target, count: int) -> None:
             db.apply(lines)
 
 
-def own_writes(r, path, name: str) -> None:
+def own_writes(r, path, name: str) -> bool:
+    """The receiver's own writes; True when it wrote her before any store brought her."""
     with fgraph.connect(path) as db:
         db.transact([{"id": f"own-{name}", "note/text": f"{name}'s own"}])
+        had_her = any(line for line in db.iter_events() if '"ada"' in line)
         if r.random() < 0.6:
             db.transact([{"id": "ada", "note/own": canaries.SHORT + "-" + name}])
+            return not had_her
+    return False
 
 
 def excised(path) -> bool:
     with fgraph.connect(path, read_only=True) as db:
         return any('"redacts"' in line for line in db.iter_events())
+
+
+def store_of(path) -> str:
+    with fgraph.connect(path, read_only=True) as db:
+        return store_id(db)
 
 
 def source_view(path) -> str:
@@ -85,8 +99,7 @@ def test_forget_travel(tmp_path):
         take_prefix(a, root / "hub.db", r.randint(0, events))
         take_prefix(root / "hub.db", root / "edge.db", r.randint(0, events))
         take_prefix(a, root / "side.db", r.randint(0, events))
-        for name in ("hub", "edge", "side"):
-            own_writes(r, root / f"{name}.db", name)
+        wrote_her = {name for name in ("hub", "edge", "side") if own_writes(r, root / f"{name}.db", name)}
         with fgraph.connect(a) as db:
             db.excise("ada", operation_id="forget-ada", if_basis_tx=db.latest_tx())
         hops = [("a", "hub"), ("hub", "edge"), ("a", "side"), ("a", "edge")]
@@ -94,7 +107,19 @@ def test_forget_travel(tmp_path):
         last = [("a", "hub"), ("hub", "edge"), ("a", "edge")]   # whatever the order, the chain ends reached
         for i, (source, target) in enumerate(hops + last):
             try:
-                summary = file_sync.sync([root / f"{source}.db"], root / f"{target}.db")
+                try:
+                    summary = file_sync.sync([root / f"{source}.db"], root / f"{target}.db")
+                except Refused as refused:
+                    # she was written here first, or brought by a store that wrote her itself: not
+                    # the source's to erase; the operator does it
+                    assert (target in wrote_her and "was written here" in refused.message) or (
+                        "hub" in wrote_her and f"came from store {store_of(root / 'hub.db')}" in refused.message), \
+                        (round_no, refused)
+                    assert "fgraph excise" in refused.hint
+                    with fgraph.connect(root / f"{target}.db") as db:
+                        db.excise("ada", operation_id=f"own-{target}", if_basis_tx=db.latest_tx())
+                    counts["refused_as_written_here"] += 1
+                    summary = file_sync.sync([root / f"{source}.db"], root / f"{target}.db")
             except fgraph.FgraphError as exc:
                 # A store that took the excision may refuse what a store that has not carried it out
                 # yet still holds of her; it says so, and the last hops (after the hub) go through.
