@@ -53,6 +53,14 @@ def os_failure(exc: OSError, path: str, what: str, verb: str = "written") -> Fgr
                        "check the path, the disk and the permissions, then retry")
 
 
+def write_all_and_sync(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (``os.write`` may write less than asked) and fsync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+
+
 def fsync_file(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
     try:
@@ -157,10 +165,7 @@ def write_atomically(path: str, data: bytes, what: str = "file") -> None:
         raise os_failure(exc, path, what) from None
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            write_all_and_sync(fd, data)
         finally:
             os.close(fd)
         refuse_unsafe_target(path, what)  # planted while we wrote: still never replace a link
@@ -292,10 +297,7 @@ def create_private(path: str, data: bytes, what: str) -> None:
     try:
         try:
             os.fchmod(fd, PRIVATE_MODE)   # a umask cannot widen it, but be explicit
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            write_all_and_sync(fd, data)
         finally:
             os.close(fd)
         fsync_directory(os.path.dirname(os.path.abspath(path)))
@@ -347,10 +349,7 @@ def append_sidecar(path: str, data: bytes, what: str) -> None:
     fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, what, "written")
     assert fd is not None   # O_CREAT: a missing file is made
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        write_all_and_sync(fd, data)
     except OSError as exc:
         raise os_failure(exc, path, what) from None
     finally:
