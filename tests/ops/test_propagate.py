@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import os
 
 import pytest
@@ -62,7 +63,8 @@ def test_the_remainder_is_what_survives_and_nothing_of_the_erased(source):
     assert all(json.loads(db.redacted_remainder(u))["meta"] == {"remainder_of": u} for u in full)
     assert db.redacted_remainder(report["event"]) is None                  # not a redacted event
     remainders = [json.loads(db.redacted_remainder(u)) for u in record["partial"]]
-    text = json.dumps(remainders)
+    # random event UUIDs are hex and may spell "ada" (…-ada3-…): look for the name outside them
+    text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "", json.dumps(remainders))
     assert "CANARY" not in text and "ada" not in text
     assert {"carol keeps this", "plain 0 again"} <= {item[2] for r in remainders for item in r["asserted"] if item[3] == "text"}
     assert all(r["event"] == propagate.remainder_event(u) for r, u in zip(remainders, record["partial"]))
