@@ -308,16 +308,32 @@ class NatsLog:
         return out
 
     def ack(self, records: list[Record]) -> None:
+        already = self._nats.errors.MsgAlreadyAckdError
+
         async def go():
-            for record in records:
-                await record.handle.ack()
+            # the last acknowledgement waits for the server's reply: the consumer processes a
+            # connection's acks in order, so once it answers every ack before it is recorded too and
+            # `pending` counts none of them (a plain ack is only queued when the call returns)
+            for i, record in enumerate(records):
+                try:
+                    if i == len(records) - 1:
+                        await record.handle.ack_sync(timeout=CALL_TIMEOUT)
+                    else:
+                        await record.handle.ack()
+                except already:   # acknowledged by an attempt a reconnection interrupted: done already
+                    continue
             await self._nc.flush()
         self._run(go())
 
     def defer(self, records: list[Record]) -> None:
+        already = self._nats.errors.MsgAlreadyAckdError
+
         async def go():
             for record in records:
-                await record.handle.nak(delay=DEFER_DELAY)
+                try:
+                    await record.handle.nak(delay=DEFER_DELAY)
+                except already:   # handed back by an attempt a reconnection interrupted
+                    continue
             await self._nc.flush()
         self._run(go())
 
