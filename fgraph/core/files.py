@@ -26,6 +26,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 
@@ -385,3 +386,31 @@ def remove_sidecar(path: str, what: str) -> None:
         return
     except OSError as exc:
         raise os_failure(exc, path, what, "removed") from None
+
+
+def open_regular_input(path: str, what: str = "input file", hint: str | None = None) -> BinaryIO:
+    """A binary handle, for reading, on the regular file ``path`` that a user named as input (an
+    import, a stream, a creds or CA file). A link is followed (the user chose the path), but what it
+    names must be a regular file: a FIFO, a device (``/dev/zero`` never ends), a socket or a
+    directory is refused at once with a ``FormatError`` and never blocks the open. Any other
+    failure (missing, unreadable) is a ``FormatError`` naming the path; ``hint`` replaces the default hint."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    except OSError as exc:
+        raise FormatError(f"the {what} {path!r} cannot be read ({exc.strerror or exc})",
+                          "check the path and its permissions") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else _kind(mode)
+        raise FormatError(f"the {what} {path!r} is {kind}, not a regular file",
+                          hint or "name a regular file, or pipe the bytes in on stdin where the command takes '-'")
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def check_regular_file(path: str, what: str, hint: str | None = None) -> None:
+    """Refuse at once, with ``open_regular_input``'s typed errors, a ``path`` that is missing,
+    unreadable or not a regular file (a FIFO would hang whoever opens it next)."""
+    open_regular_input(path, what, hint).close()

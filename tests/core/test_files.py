@@ -9,8 +9,8 @@ import pytest
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge
 from fgraph.core.files import (
-    append_sidecar, create_private, fsync_directory, fsync_file, open_sidecar, publish, read_private, read_sidecar,
-    read_sidecar_lines, remove_sidecar, same_file, sweep_abandoned_temporaries, write_atomically,
+    append_sidecar, check_regular_file, create_private, fsync_directory, fsync_file, open_regular_input, open_sidecar,
+    publish, read_private, read_sidecar, read_sidecar_lines, remove_sidecar, same_file, sweep_abandoned_temporaries, write_atomically,
 )
 
 
@@ -260,3 +260,28 @@ def test_an_append_only_note_is_appended_and_read_back_by_line_never_through_a_l
             append_sidecar(str(tmp_path / name), b"three\n", "sync provenance")
         with pytest.raises(Conflict, match="symbolic link|not a regular file"):
             list(read_sidecar_lines(str(tmp_path / name), "sync provenance"))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-to-fifo", "directory", "/dev/zero", "/dev/null", "missing"])
+def test_an_input_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    os.symlink(fifo, tmp_path / "link-to-fifo")
+    path = {"fifo": str(fifo), "link-to-fifo": str(tmp_path / "link-to-fifo"), "directory": str(tmp_path),
+            "missing": str(tmp_path / "nothing")}.get(kind, kind)
+    with pytest.raises(FormatError, match="not a regular file" if kind != "missing" else "cannot be read") as caught:
+        open_regular_input(path, "creds file")
+    assert "creds file" in str(caught.value) and caught.value.hint
+    with pytest.raises(FormatError) as checked:
+        check_regular_file(path, "creds file", "point FGRAPH_NATS_CREDS at the file")
+    if kind != "missing":
+        assert checked.value.hint == "point FGRAPH_NATS_CREDS at the file"
+
+
+def test_an_input_that_is_a_regular_file_or_a_link_to_one_is_read(tmp_path):
+    (tmp_path / "in").write_bytes(b"line\n")
+    os.symlink(tmp_path / "in", tmp_path / "link")
+    for name in ("in", "link"):
+        with open_regular_input(str(tmp_path / name)) as handle:
+            assert handle.read() == b"line\n"
+        check_regular_file(str(tmp_path / name), "CA file")
