@@ -63,10 +63,13 @@ def init(ctx):
 @cli.command()
 @common_options
 @click.option("--digest", is_flag=True, help="Also print basis_tx (the latest committed transaction) and the logical digest there.")
+@click.option("--content-digest", is_flag=True,
+              help="Also print basis_tx and the content digest there: equal in two copies holding the same events, "
+                   "whatever their local receipt times and arrival order (docs/replication.md).")
 @click.pass_context
-def info(ctx, digest):
+def info(ctx, digest, content_digest):
     """Print the statistics of an existing database and its latest transaction."""
-    run_and_print(ctx, RO, lambda db: db.info(digest))
+    run_and_print(ctx, RO, lambda db: db.info(digest, content_digest))
 
 
 @cli.command()
