@@ -466,13 +466,18 @@ class Db:
         """The 13-key doctor report; ``repair`` rebuilds FTS and drops orphaned blobs (writable only)."""
         return self.diagnose(repair, expect_digest=expect_digest).report
 
-    def diagnose(self, repair: bool = False, *, expect_digest: str | None = None) -> Diagnosis:
-        """``doctor`` with its problems as records (kind, message, repairable) and a ``describe()`` for people."""
+    def diagnose(self, repair: bool = False, *, expect_digest: str | None = None, digests: bool = False) -> Diagnosis:
+        """``doctor`` with its problems as records (kind, message, repairable) and a ``describe()`` for people;
+        with ``digests`` also the logical and content digests at one basis (``Diagnosis.printed``)."""
         from fgraph.ops import doctor as _doctor
         if repair:
             self._writable()
         try:
-            return _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest)
+            diagnosis = _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest)
+            if digests:
+                from fgraph.ops.doctor import digests as _digests
+                diagnosis = diagnosis.with_figures(digests=_digests.computed(self.connection, self.basis))
+            return diagnosis
         finally:
             if repair:
                 self._session.forget_cached_state()

@@ -303,13 +303,16 @@ def backup(ctx, dest):
 @common_options
 @click.option("--repair", is_flag=True, help="Rebuild the full-text index and drop orphaned blobs (writable).")
 @click.option("--expect-digest", metavar="D", help="Also prove the logical digest equals D (from backup).")
+@click.option("--digests", is_flag=True,
+              help="Also print the logical and content digests at one basis (`digests` beside the report's 13 keys; "
+                   "ours, docs/replication.md).")
 @click.pass_context
-def doctor(ctx, repair, expect_digest):
+def doctor(ctx, repair, expect_digest, digests):
     """Check every invariant; exit 1 when the report is not ok (the published runtime exits 0)."""
     path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
     with connect(path, read_only=not repair) as db, progress("checking", unit=""):
-        diagnosis = db.diagnose(repair, expect_digest=expect_digest)
-    write_line(dumps(diagnosis.report) if ctx.meta.get(JSON_KEY) else diagnosis.describe())
+        diagnosis = db.diagnose(repair, expect_digest=expect_digest, digests=digests)
+    write_line(dumps(diagnosis.printed) if ctx.meta.get(JSON_KEY) else diagnosis.describe())
     return EXIT_OK if diagnosis.ok else EXIT_ERROR
 
 

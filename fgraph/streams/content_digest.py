@@ -36,7 +36,7 @@ from fgraph.streams.events import redacted_stub
 PAGE = 512   # events read per statement
 #: the unique index SQLite makes for ``fgraph_ids.gid`` (the second UNIQUE column of the normative DDL)
 GID_INDEX = "sqlite_autoindex_fgraph_ids_2"
-_EVENTS = (f"SELECT i.gid, e.tx, {payload_bytes('e.event_data')}, e.event_hash "
+EVENTS_SQL = (f"SELECT i.gid, e.tx, {payload_bytes('e.event_data')}, e.event_hash "
            f"FROM fgraph_ids i INDEXED BY {GID_INDEX} JOIN fgraph_events e ON e.tx = i.id "
            "WHERE i.gid > ? AND e.tx > ? AND e.tx <= ? "
            "AND NOT EXISTS (SELECT 1 FROM fgraph_facts x INDEXED BY fgraph_hist "
@@ -49,7 +49,7 @@ def content_lines(conn, basis: int) -> Iterator[str]:
     cat = Catalog(conn)
     after = b""
     while True:
-        rows = conn.execute(_EVENTS, (after, GENESIS_TX, basis, A_EXCISED, PAGE)).fetchall()
+        rows = conn.execute(EVENTS_SQL, (after, GENESIS_TX, basis, A_EXCISED, PAGE)).fetchall()
         for gid, tx, data, event_hash in rows:
             if data is None:
                 yield redacted_stub(cat, tx, event_hash)

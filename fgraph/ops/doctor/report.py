@@ -46,6 +46,13 @@ class Diagnosis:
                       repair_needed=any(p.repairable for p in self.problems))
         return {key: report[key] for key in REPORT_KEYS}
 
+    @property
+    def printed(self) -> dict:
+        """The report as ``doctor --json`` prints it: the 13 keys, and ``digests`` when they were computed
+        (``doctor --digests``: ``basis_tx``, ``digest``, ``content_digest``, ``content_events``)."""
+        digests = self.figures.get("digests")
+        return self.report if digests is None else dict(self.report, digests=digests)
+
     def with_problem(self, problem: Problem) -> "Diagnosis":
         return replace(self, problems=self.problems + (problem,))
 
@@ -58,15 +65,21 @@ class Diagnosis:
         counts = (f"integrity {f['integrity']}; full-text rows {f['fts_rows']}/{f['expected_fts_rows']}; "
                   f"orphaned blobs {f['orphaned_blobs']}; schema problems {f['schema_problems']}; shape "
                   f"violations {f['shape_violations']}; redacted events {f['unverifiable_event_hashes']}")
-        lines = []
+        lines, after = [], []
+        if f.get("digests") and "unavailable" in f["digests"]:
+            after.append(f"digests unavailable: {f['digests']['unavailable']}")
+        elif f.get("digests"):
+            d = f["digests"]
+            after.append(f"digests at basis tx {d['basis_tx']}: logical {d['digest']}, content {d['content_digest']} "
+                         f"({d['content_events']} events)")
         if f["repaired"]:
             lines.append(f"repaired: rebuilt {f['fts_rows_rebuilt']} full-text rows, removed "
                          f"{f['orphaned_blobs_removed']} orphaned blobs")
         if self.ok:
             lines.append(f"ok: no problems found ({counts})")
-            return "\n".join(lines)
+            return "\n".join(lines + after)
         lines.append(f"NOT OK: {len(self.problems)} problem(s) ({counts})")
         for problem in self.problems:
             advice = ADVICE_REPAIR if problem.repairable else ADVICE_BY_KIND.get(problem.kind, ADVICE_RESTORE)
             lines.append(f"problem: {problem.message} -> {advice}")
-        return "\n".join(lines)
+        return "\n".join(lines + after)
