@@ -35,6 +35,7 @@ SYNC_LOCK = ".sync.lock"              # fgraph.bridges.sync.files: one syncer pe
 SIGNING_KEY = ".signing-key"          # fgraph.bridges.sync.signing: the store's own signing key (issue 47 item 1)
 SYNC_KEYS = ".sync-keys.json"         # fgraph.bridges.sync.trust: the keys a target pinned, per store
 SYNC_PROVENANCE = ".sync-provenance"  # fgraph.bridges.sync.trust: which store brought which of a target's transactions
+SYNC_QUARANTINE = ".sync-quarantine"  # fgraph.bridges.sync.quarantine: messages a target's consumer set aside
 VECTOR_INDEX_INFIX = ".vectors-"      # DB.vectors-ATTR.usearch and .json: fgraph.query.search.vector_index
 
 #: every fixed suffix a store's sidecar adds to its path, with what the file is
@@ -47,6 +48,7 @@ SUFFIXES: dict[str, str] = {
     SIGNING_KEY: "signing key",
     SYNC_KEYS: "pinned keys",
     SYNC_PROVENANCE: "sync provenance",
+    SYNC_QUARANTINE: "sync quarantine",
 }
 #: the sidecar names made with a number or a random part: (pattern of the name's end, what it is)
 PATTERNS = (

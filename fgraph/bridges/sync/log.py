@@ -43,7 +43,8 @@ from fgraph.ops.propagate import is_excision_line
 from fgraph.bridges.sync import signing
 from fgraph.bridges.sync.forgetting import Consumer, publish_redacted
 from fgraph.bridges.sync.signing import Seal
-from fgraph.bridges.sync.trust import Trust, refused_summary
+from fgraph.bridges.sync.quarantine import Quarantine, stalled
+from fgraph.bridges.sync.trust import Trust
 
 
 class LogUnavailable(NotFound):
@@ -62,6 +63,10 @@ class Record:
     kind: str = "event"                             # "excision" and "remainder" records carry forgetting
     seal: Seal | None = None                        # the publisher's key and signature, as the log carried them
     where: str = ""                                 # where the log keeps it (subject, sequence), for errors
+    subject: str = ""                               # the log's subject and sequence of it (the quarantine's key)
+    sequence: int = 0
+    foreign: str = ""                               # why it is no fgraph record ("" when it is one; quarantine.py)
+    size: int = 0                                   # its bytes, for a foreign one (``line`` then holds a preview)
 
 
 class SealedLine(str):
@@ -278,12 +283,15 @@ def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool
             trust: str | None = None, accept_keys=()) -> dict:
     """Apply the log's events to ``target`` (created if missing) through the target's durable
     consumer, batch by batch, acknowledging each batch after its transaction commits. Without
-    ``follow`` it returns once the consumer has nothing pending but what it refused.
+    ``follow`` it returns once it has applied what is applicable: nothing is pending but what waits
+    for a predecessor the log does not hold (a ``Waiting`` error names it) or what was refused.
 
     A record is acted on only when its seal verifies under its store's key (pinned on first use
     beside the target, accepted with ``accept_keys`` ``STORE:KEY``, or named by the ``trust`` policy
-    file); one that does not is set aside — never applied, never acknowledged, the other stores
-    going on — and the run ends with a ``Conflict`` naming it (decision T2 in docs/forgetting.md)."""
+    file); one that does not is set aside in the target's quarantine (``quarantine.py``) — never
+    applied, acknowledged in the log, retried at the start of each later run — and the run ends
+    with a ``Conflict`` naming it (decision T2 in docs/forgetting.md). A message that is no fgraph
+    record is quarantined too, reported in ``quarantined``, and the run goes on."""
     _check(batch_size, interval)
     stop = stop or (lambda: False)
     from fgraph.db import connect
@@ -291,40 +299,65 @@ def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool
               "redacted_held": 0, "redacted_skipped": 0, "remainders": 0, "stood_in": 0}
     excisions: list = []
     trusted = Trust(str(target), policy=trust, accept=accept_keys)
-    refused: dict = {}        # message id → the Refused error of a record set aside in this run
-    waiting: set = set()      # message ids deferred since the last batch that moved anything
+    held = Quarantine(str(target))
+    refused: dict = {}        # where → the Refused error of a record set aside in this run
+    kept_back: set = set()    # where of the records the quarantine had no room for: handed back to the log
+    waiting: dict = {}        # where → record deferred since the last batch that moved anything
+    quarantined: list = []    # where of what this run put in the quarantine
     with connect(str(target)) as db:
         consumer = "fgraph-" + store_id(db)
         applying = Consumer(db, log, counts, excisions, trusted)
-        while not stop():
-            records = _retrying(lambda: log.fetch(consumer, batch_size, min(interval, 1.0)), retry, stop)
-            if not records:
-                if not follow and _retrying(lambda: log.pending(consumer), retry, stop) <= len(refused):
-                    break
-                continue
+
+        def settle(records: list) -> list:
+            """Apply ``records``; set aside what is refused or foreign; what waits goes back."""
+            foreign = [r for r in records if r.foreign]
+            records = [r for r in records if not r.foreign]
             try:
-                done, later = _retrying(lambda: applying.process(records), retry, stop)
+                done, later = _retrying(lambda: applying.process(records), retry, stop) if records else ([], [])
             except FgraphError as exc:
                 if isinstance(exc, LogUnavailable):
                     raise
-                _retrying(lambda: log.defer(records), retry, stop)
+                _retrying(lambda: log.defer([r for r in records if r.handle is not None]), retry, stop)
                 raise rewrap(exc, before=f"sync from {log.name!r} into {str(target)!r} stopped; nothing of this "
                              "batch after the last commit was acknowledged: ") from exc
-            if done:
-                _retrying(lambda: log.ack(done), retry, stop)
-                waiting.clear()
             for record, error in applying.set_aside:
-                refused.setdefault(record.event, error)
-            if applying.set_aside:     # handed back, never acknowledged: they come back until accepted
-                _retrying(lambda: log.defer([record for record, _ in applying.set_aside]), retry, stop)
+                refused.setdefault(record.where, error)
+            aside = [(r, "foreign", None) for r in foreign] + [(r, "refused", e) for r, e in applying.set_aside]
+            fresh = [r.where for r, _, _ in aside if r.where not in held.entries]
+            into = held.hold(aside)
+            quarantined.extend(w for w in fresh if w in held.entries)
+            kept = {id(r) for r in into}
+            back = [r for r, _, _ in aside if id(r) not in kept and r.handle is not None]
+            kept_back.update(r.where for r in back)
+            if done or into:
+                _retrying(lambda: log.ack([r for r in done + into if r.handle is not None]), retry, stop)
+            if back:
+                _retrying(lambda: log.defer(back), retry, stop)
             if later:
                 counts["deferred"] += len(later)
-                _retrying(lambda: log.defer(later), retry, stop)
-            waiting.update(r.event for r in later)
-            if not done and refused and not follow \
-                    and _retrying(lambda: log.pending(consumer), retry, stop) <= len(refused.keys() | waiting):
-                break    # nothing moves but what was refused and what waits behind it
-        if refused:
-            raise refused_summary(list(refused.values()), str(target))
+                _retrying(lambda: log.defer([r for r in later if r.handle is not None]), retry, stop)
+            return done
+
+        retried = held.retries(Record)
+        for start in range(0, len(retried), batch_size):     # what was refused before: a key accepted since applies it
+            held.release(settle(retried[start:start + batch_size]))
+        while not stop():
+            records = _retrying(lambda: log.fetch(consumer, batch_size, min(interval, 1.0)), retry, stop)
+            if not records:
+                if not follow and _retrying(lambda: log.pending(consumer), retry, stop) <= len(kept_back | waiting.keys()):
+                    break
+                continue
+            done = settle(records)
+            if done:
+                waiting.clear()
+            else:
+                waiting.update((r.where, r) for r in records if not r.foreign and r.where not in refused)
+                if not follow and _retrying(lambda: log.pending(consumer), retry, stop) \
+                        <= len(kept_back | waiting.keys()):
+                    break    # nothing moves but what was refused and what waits behind it
+        waits = [r for where, r in waiting.items() if where not in kept_back] if not follow else []
+        if refused or waits:
+            raise stalled(list(refused.values()), waits, str(target))
         return {**counts, "basis_tx": db.latest_tx(), "consumer": consumer, "excisions": excisions, "log": log.name,
+                "quarantined": {"count": len(quarantined), "new": quarantined[:20], "held": len(held.entries)},
                 "target": str(target)}

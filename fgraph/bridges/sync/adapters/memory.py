@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from fgraph.core.errors import Conflict, NotFound, ValueTypeError
 from fgraph.bridges.sync.adapters import ADAPTERS
 from fgraph.bridges.sync.log import Record, SealedLine
+from fgraph.bridges.sync.quarantine import not_a_record, preview
 from fgraph.bridges.sync.signing import Seal
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -60,10 +61,16 @@ class _Message:
     prev: str | None
     kind: str
     seal: Seal | None = None
+    raw: bytes | None = None      # a foreign message's bytes (``MemoryLog.publish_foreign``); None for fgraph's
+    headers: dict | None = None
 
     @property
     def where(self) -> str:
         return f"subject {'.'.join(self.subject)}, sequence {self.seq}"
+
+    def of_store(self, store: str) -> bool:
+        """An event record of ``store`` (not another application's message on its subject)."""
+        return self.raw is None and self.subject == (store,) and self.kind == "event"
 
 
 @dataclass
@@ -86,16 +93,20 @@ class _Stream:
         self.consumers: dict[str, _Consumer] = {}
         self.changed = threading.Condition()
 
-    def add(self, subject: tuple, line: str, msg_id: str, store: str, prev, kind: str, seal: Seal | None) -> int:
+    def add(self, subject: tuple, line: str, msg_id: str, store: str, prev, kind: str, seal: Seal | None, *,
+            raw: bytes | None = None, headers: dict | None = None) -> int:
         self.last_seq += 1
-        self.messages[self.last_seq] = _Message(self.last_seq, subject, line, msg_id, store, prev, kind, seal)
-        self.ids.add(msg_id)
+        self.messages[self.last_seq] = _Message(self.last_seq, subject, line, msg_id, store, prev, kind, seal,
+                                                raw, headers)
+        if raw is None:
+            self.ids.add(msg_id)
         self.changed.notify_all()
         return self.last_seq
 
-    def last_on(self, subject: tuple) -> _Message | None:
+    def last_on(self, subject: tuple, store: str | None = None) -> _Message | None:
+        """The last message on ``subject``; with ``store``, its last event record of that store."""
         for message in reversed(self.messages.values()):
-            if message.subject == subject:
+            if message.subject == subject and (store is None or message.of_store(store)):
                 return message
         return None
 
@@ -164,26 +175,37 @@ class MemoryLog:
     def last(self, store: str) -> str | None:
         """The id of the last event record under ``store`` (what a publisher resumes after)."""
         with self._stream.changed:
-            message = self._stream.last_on((store,))
-            self._seq[store] = message.seq if message else 0
+            last, message = self._stream.last_on((store,)), self._stream.last_on((store,), store)
+            self._seq[store] = last.seq if last else 0      # a foreign message after it is stepped over
             return message.msg_id if message else None
 
     def append(self, store: str, source: str, line: str, event: str, prev: str | None, *,
                seal: Seal | None = None) -> bool:
         """Append an event under ``store`` after the last one this handle knows; False for an id
         the log already holds (checked first, as JetStream does); ``Conflict`` when the subject
-        moved under this publisher."""
+        moved under this publisher: an event record of the store came after the last one it knows
+        (foreign messages that came are stepped over; consumers quarantine them)."""
         if store not in self._seq:
             self.last(store)
         with self._stream.changed:
             if event in self._stream.ids:
                 return False
             last = self._stream.last_on((store,))
+            since = [m for m in self._stream.messages.values() if m.subject == (store,) and m.seq > self._seq[store]]
+            if since and not any(m.of_store(store) for m in since):
+                self._seq[store] = since[-1].seq
             if (last.seq if last else 0) != self._seq[store]:
                 raise Conflict(f"the subject of store {store} ({source!r}) in {self.name!r} moved under this "
                                "publisher", "another `fgraph sync` publishes the same store; run one per store")
             self._seq[store] = self._stream.add((store,), line, event, store, prev, "event", seal)
             return True
+
+    def publish_foreign(self, subject: str, data: bytes, headers: dict | None = None) -> int:
+        """What another application publishing on the log does (a test's tool): ``data`` on
+        ``subject`` (after the log's name: "other", or a store id), not an fgraph record."""
+        with self._stream.changed:
+            return self._stream.add(tuple(subject.split(".")), "", "", "", None, "foreign", None, raw=bytes(data),
+                                    headers=dict(headers or {}))
 
     # -- forgetting: side subjects, delivered to consumers too, outside the event order
     def put(self, store: str, kind: str, key: str, line: str, msg_id: str, *, seal: Seal | None = None) -> bool:
@@ -226,7 +248,7 @@ class MemoryLog:
     def lines(self, store: str) -> list[str]:
         """The event lines under ``store``, in order (what a test compares with the store's tail)."""
         with self._stream.changed:
-            return [m.line for m in self._stream.messages.values() if m.subject == (store,)]
+            return [m.line for m in self._stream.messages.values() if m.of_store(store)]
 
     # -- consuming: durable, explicit acks, redelivery after ack_wait
     def _ready(self, consumer: _Consumer, now: float) -> list[_Message]:
@@ -248,8 +270,17 @@ class MemoryLog:
                 self._stream.changed.wait(min([deadline, *upcoming]) - now)
             for message in ready:
                 state.due[message.seq] = now + self.ack_wait
-            return [Record(line=m.line, event=m.msg_id, store=m.store, prev=m.prev, handle=(consumer, m.seq),
-                           kind=m.kind, seal=m.seal, where=m.where) for m in ready]
+            return [self._record(consumer, m) for m in ready]
+
+    def _record(self, consumer: str, m: _Message) -> Record:
+        """A message as the consumer gets it; a foreign one with ``foreign`` saying why, as NATS's."""
+        subject = ".".join((self.stream, *m.subject))
+        if m.raw is not None:
+            why = not_a_record(self.stream, subject, m.headers or {}, m.raw) or "another application published it"
+            return Record(line=preview(m.raw), event="", store="", prev=None, handle=(consumer, m.seq), kind="foreign",
+                          where=m.where, subject=subject, sequence=m.seq, foreign=why, size=len(m.raw))
+        return Record(line=m.line, event=m.msg_id, store=m.store, prev=m.prev, handle=(consumer, m.seq),
+                      kind=m.kind, seal=m.seal, where=m.where, subject=subject, sequence=m.seq)
 
     def ack(self, records: list[Record]) -> None:
         with self._stream.changed:
