@@ -40,6 +40,7 @@ from fgraph.bridges.sync.adapters import ADAPTERS, nats_cluster_forget as cluste
 from fgraph.bridges.sync.adapters.nats_tls import (INSECURE_HINT, NO_TLS_HINT, check_plaintext, guarded_client,
                                                    has_credentials)
 from fgraph.bridges.sync.log import LogUnavailable, Record, SealedLine
+from fgraph.bridges.sync.quarantine import not_a_record, preview
 from fgraph.bridges.sync.signing import Seal
 
 STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -51,6 +52,8 @@ STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "N
 KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
 SEAL_KEY, SEAL_SIG, SEAL_CHAIN = "Fgraph-Key", "Fgraph-Sig", "Fgraph-Chain"   # a record's seal (sync.signing)
 WRONG_LAST_SEQUENCE = 10071
+MAX_SCAN = 10_000         # messages of a subject read when stepping over foreign ones (last, append)
+FOREIGN_RETRIES = 16      # appends retried while foreign messages keep landing on the subject
 CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
 
@@ -251,36 +254,103 @@ class NatsLog:
 
     # -- the Log interface
     def last(self, store: str) -> str | None:
+        """The id of ``store``'s last event record on its subject; a foreign message after it (another
+        application's: quarantine.py) is stepped over, and the next append expects the subject's
+        real last sequence (docs/replication.md "Foreign and unverifiable messages")."""
+        subject = self._subject(store)
+
         async def go():
             try:
-                message = await self._js.get_last_msg(self.stream, self._subject(store))
+                message = await self._js.get_last_msg(self.stream, subject)
             except self._nats.js.errors.NotFoundError:
-                return None
-            self._seq[store] = message.seq
-            return (message.headers or {}).get(MSG_ID)
-        event = self._run(go())
-        if event is None:
-            self._seq[store] = 0
+                return 0, None
+            if self._of_store(message.headers, store):
+                return message.seq, message.headers[MSG_ID]
+            return message.seq, await self._last_before(subject, store, message.seq)
+        self._seq[store], event = self._run(go(), CALL_TIMEOUT * 4)
         return event
+
+    @staticmethod
+    def _of_store(headers, store: str) -> bool:
+        """An event record of ``store`` (not a side record, not another application's message)."""
+        headers = headers or {}
+        return headers.get(STORE) == store and bool(headers.get(MSG_ID)) and KIND not in headers
+
+    async def _scan(self, subject: str, first: int, below: int | None):
+        """The messages on ``subject`` from sequence ``first`` (below ``below``), at most ``MAX_SCAN``."""
+        seq = first
+        for _ in range(MAX_SCAN):
+            try:
+                message = await self._js.get_msg(self.stream, seq=seq, subject=subject, next=True)
+            except self._nats.js.errors.NotFoundError:
+                return
+            if below is not None and message.seq >= below:
+                return
+            yield message
+            seq = message.seq + 1
+        raise Conflict(f"subject {subject} of {self.name!r} holds more than {MAX_SCAN} messages that are no fgraph "
+                       "record of its store", f"remove them (nats stream rmm {self.stream} SEQ) or publish into a "
+                       "new stream; nothing but `fgraph sync` may publish on a store's subject")
+
+    async def _last_before(self, subject: str, store: str, below: int) -> str | None:
+        """The id of ``store``'s last event record on ``subject`` before sequence ``below``, read
+        backwards a widening window at a time."""
+        window = 64
+        while below > 1:
+            low, found = max(1, below - window), None
+            async for message in self._scan(subject, low, below):
+                if self._of_store(message.headers, store):
+                    found = message.headers[MSG_ID]
+            if found is not None:
+                return found
+            below, window = low, window * 4
+        return None
+
+    def _foreign_since(self, store: str) -> bool:
+        """After a refused append: True when only foreign messages came onto ``store``'s subject since
+        the sequence this publisher expected (then it appends after them); False when an fgraph
+        record of the store is among them, or nothing is (the subject moved under this publisher)."""
+        subject = self._subject(store)
+
+        async def go():
+            last = None
+            async for message in self._scan(subject, self._seq[store] + 1, None):
+                if self._of_store(message.headers, store):
+                    return False
+                last = message.seq
+            if last is None:
+                return False
+            self._seq[store] = last
+            return True
+        return self._run(go(), CALL_TIMEOUT * 4)
 
     def append(self, store: str, source: str, line: str, event: str, prev: str | None, *,
                seal: Seal | None = None) -> bool:
+        """Append after the subject's last record; a foreign message that came onto the subject
+        meanwhile is stepped over (consumers quarantine it), an fgraph record of the store is a
+        ``Conflict``: another publisher of the same store."""
         if store not in self._seq:
             self.last(store)
-        headers = {MSG_ID: event, STORE: store, EXPECTED: str(self._seq[store]), **_seal_headers(seal)}
-        if prev is not None:
-            headers[PREV] = prev
-        try:
-            ack = self._run(self._js.publish(self._subject(store), line.encode("utf-8"), stream=self.stream,
-                                             headers=headers))
-        except self._nats.js.errors.APIError as exc:
-            if exc.err_code == WRONG_LAST_SEQUENCE:
+        for _ in range(FOREIGN_RETRIES):
+            headers = {MSG_ID: event, STORE: store, EXPECTED: str(self._seq[store]), **_seal_headers(seal)}
+            if prev is not None:
+                headers[PREV] = prev
+            try:
+                ack = self._run(self._js.publish(self._subject(store), line.encode("utf-8"), stream=self.stream,
+                                                 headers=headers))
+            except self._nats.js.errors.APIError as exc:
+                if exc.err_code != WRONG_LAST_SEQUENCE:
+                    raise
+                if self._foreign_since(store):
+                    continue
                 raise Conflict(f"the subject of store {store} ({source!r}) in {self.name!r} moved under this publisher",
                                "another `fgraph sync` publishes the same store; run one per store") from None
-            raise
-        if not ack.duplicate:
-            self._seq[store] = ack.seq
-        return not ack.duplicate
+            if not ack.duplicate:
+                self._seq[store] = ack.seq
+            return not ack.duplicate
+        raise Conflict(f"foreign messages keep arriving on the subject of store {store} ({self._subject(store)}) in "
+                       f"{self.name!r}", "stop the application that publishes there: a store's subject is for "
+                       "`fgraph sync` alone")
 
     def _subscription(self, consumer: str):
         if consumer not in self._subs:
@@ -290,6 +360,8 @@ class NatsLog:
         return self._subs[consumer]
 
     def fetch(self, consumer: str, limit: int, wait: float) -> list[Record]:
+        """At most ``limit`` records; a message that is no fgraph record comes as a ``Record`` with
+        ``foreign`` saying why (quarantine.py) and a preview of its bytes as ``line``."""
         subscription = self._subscription(consumer)
 
         async def go():
@@ -299,12 +371,18 @@ class NatsLog:
                 return []
         out = []
         for message in self._run(go(), wait + CALL_TIMEOUT):
-            headers = message.headers or {}
-            out.append(Record(line=message.data.decode("utf-8"), event=headers.get(MSG_ID, ""),
-                              store=headers.get(STORE, ""), prev=headers.get(PREV), handle=message,
-                              kind=headers.get(KIND, "event"), seal=_seal_of(headers),
-                              where=f"{self.name}, subject {message.subject}, sequence "
-                                    f"{message.metadata.sequence.stream}"))
+            headers, data, subject = message.headers or {}, message.data or b"", message.subject
+            seq = message.metadata.sequence.stream
+            where = f"{self.name}, subject {subject}, sequence {seq}"
+            foreign = not_a_record(self.stream, subject, headers, data)
+            if foreign:
+                out.append(Record(line=preview(data), event=str(headers.get(MSG_ID) or ""), store="", prev=None,
+                                  handle=message, kind="foreign", where=where, subject=subject, sequence=seq,
+                                  foreign=foreign, size=len(data)))
+                continue
+            out.append(Record(line=data.decode("utf-8"), event=headers[MSG_ID], store=headers[STORE],
+                              prev=headers.get(PREV), handle=message, kind=headers.get(KIND, "event"),
+                              seal=_seal_of(headers), where=where, subject=subject, sequence=seq))
         return out
 
     def ack(self, records: list[Record]) -> None:
