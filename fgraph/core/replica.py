@@ -16,6 +16,10 @@ after ``FGRAPH_REPLICA_TIMEOUT`` seconds.
 
 from __future__ import annotations
 
+import fcntl
+import io
+import os
+import sys
 import threading
 from typing import TYPE_CHECKING, TypedDict
 
@@ -91,6 +95,7 @@ def load_extension() -> None:
         if _extension is not None:
             return
         path = extension_path()
+        log_to_stderr()
         layout.expected_objects()  # its scratch :memory: database could not be opened afterwards (see loaded())
         loader = apsw.Connection(":memory:")
         try:
@@ -106,6 +111,52 @@ def load_extension() -> None:
             raise Unsupported(f"{path!r} did not register the {VFS_NAME!r} VFS", "point FGRAPH_LITESTREAM_VFS "
                               "at the litestream-vfs library")
         _extension = path
+
+
+LOG_FILE = "LITESTREAM_LOG_FILE"
+_stdout_kept: list[object] = []  # the rebound sys.stdout, kept alive for the process
+
+
+def log_to_stderr() -> None:
+    """Keep the extension's log off stdout, which carries the command's output (``--json``) or the MCP
+    protocol: litestream-vfs 0.5.17 logs on file descriptor 1 unless LITESTREAM_LOG_FILE was in the
+    environment the process *started* with (the Go library reads that copy, not ``os.environ``). So,
+    before it is loaded, descriptor 1 is pointed at stderr and ``sys.stdout`` is rebound to a private
+    duplicate of the real stdout: Python's output still goes where it went, the library's lands on
+    stderr. An operator's own LITESTREAM_LOG_FILE (set when the process started) is left to work."""
+    if _started_with(LOG_FILE):
+        return
+    stream = sys.stdout
+    try:
+        writes_fd1 = stream is not None and stream.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # a replaced stream (a test's capture): not fd 1's
+        writes_fd1 = False
+    try:
+        if stream is not None:
+            stream.flush()
+        private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        os.dup2(2, 1)
+    except OSError:  # no stdout or stderr to speak of: nothing to keep apart
+        return
+    if writes_fd1:
+        assert stream is not None
+        rebound = io.TextIOWrapper(open(private, "wb", closefd=False), encoding=stream.encoding,
+                                   errors=stream.errors, line_buffering=bool(stream.line_buffering))
+        _stdout_kept.append(rebound)
+        sys.stdout = rebound
+    else:
+        os.close(private)
+
+
+def _started_with(name: str) -> bool:
+    """Whether ``name`` was set (non-empty) in the environment this process was started with."""
+    try:
+        with open("/proc/self/environ", "rb") as handle:
+            initial = handle.read(1 << 20)
+    except OSError:
+        return bool(os.environ.get(name))
+    prefix = name.encode() + b"="
+    return any(entry.startswith(prefix) and len(entry) > len(prefix) for entry in initial.split(b"\0"))
 
 
 def loaded() -> bool:

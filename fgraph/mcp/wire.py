@@ -234,11 +234,20 @@ def _claimed(fd: int, mode: str, stream, divert):
         os.dup2(private, fd)
 
 
+def _descriptor(stream, default: int) -> int:
+    """The descriptor ``stream`` writes to: not always 1, since a process that opened a Litestream replica
+    keeps the real stdout on a private one (fgraph.core.replica.log_to_stderr)."""
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return default
+
+
 @contextlib.asynccontextmanager
 async def vetted_stdio(limit: int = MCP_MESSAGE_BYTES):
     """The SDK's stdio transport on this wire: yields its (read stream, write stream)."""
     with _claimed(0, "rb", sys.stdin, lambda: os.open(os.devnull, os.O_RDONLY)) as wire_in, \
-            _claimed(1, "wb", sys.stdout, lambda: os.dup(2)) as wire_out:
+            _claimed(_descriptor(sys.stdout, 1), "wb", sys.stdout, lambda: os.dup(2)) as wire_out:
         replies = Replies(wire_out)
         async with stdio_server(anyio.wrap_file(Requests(wire_in, replies, limit)),
                                 anyio.wrap_file(replies)) as streams:

@@ -1,0 +1,192 @@
+"""An open ``litestream:URL`` replica that keeps following, or says why it cannot (issue 48 item 5;
+docs/replication.md, §Following, compactions and errors).
+
+litestream-vfs 0.5.17 is not reliable on a long-lived connection: at a Litestream compaction a
+reader may stop following (its ``litestream_txid()`` and its data stay at an old transaction for
+minutes), or meet ``SQL logic error`` / ``database disk image is malformed`` on a share of its
+reads; a fresh open reads correctly. And a read waits without a bound while the storage does not
+answer. So every read of a replica goes through ``Follower.call``:
+
+- **deadline**: the read runs in a helper thread and is given up after ``replica.timeout()``
+  seconds with ``NotFound`` (the connection, stuck inside the extension, is abandoned; the next
+  read opens a fresh one);
+- **errors reopen**: an SQLite error (or a damaged-page ``FormatError``) from the extension is
+  retried on a fresh connection, ``RETRIES`` times, then reported typed;
+- **no frozen view**: when Litestream's transaction id has not moved for ``STALL_S`` seconds, a
+  fresh connection is opened and compared: if it is ahead, the old one was frozen and is
+  replaced. An answer is therefore at most ``STALL_S`` plus the VFS's 1 s poll behind what the
+  storage holds, and every answer carries its ``basis_tx``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import apsw
+
+from fgraph.core import replica, settings
+from fgraph.core.errors import FgraphError, FormatError, NotFound
+
+if TYPE_CHECKING:
+    from fgraph.core.types import JSONObject
+
+T = TypeVar("T")
+
+STALL_S = 5.0   # Litestream's txid unchanged this long: compare with a fresh open
+RETRIES = 3     # fresh opens tried after an error of the extension before it is reported
+
+
+class Follower:
+    """The one current connection of a replica, replaced when it froze or failed."""
+
+    def __init__(self, path: str, opener: Callable[[str], apsw.Connection]) -> None:
+        self.path = path
+        self._opener = opener
+        self._lock = threading.RLock()
+        self._inside = threading.local()
+        self._conn: apsw.Connection | None = None
+        self._txid: str | None = None
+        self._moved = time.monotonic()
+        self.counts = {"reads": 0, "reopens": 0, "frozen": 0, "retried": 0, "timeouts": 0}
+        self._conn = self._bounded(lambda: opener(path), "open")  # the first open's errors are the opener's
+        self._txid = self._bounded(self._read_txid, "read its position")
+
+    # -- the connection --------------------------------------------------------
+    @property
+    def connection(self) -> apsw.Connection:
+        if self._conn is None:
+            self._replace(self._fresh())
+        assert self._conn is not None
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            _close_later(conn)
+
+    def position(self) -> JSONObject:
+        """Litestream's position of the current connection, and what the follower did so far."""
+        where = self.call(lambda: replica.position(self.connection))
+        return {**where, "stall_bound_s": STALL_S, **self.counts}
+
+    # -- reads -----------------------------------------------------------------
+    def call(self, read: Callable[[], T]) -> T:
+        """``read()`` (which uses ``self.connection``) with a deadline, on a view that is not frozen;
+        an error of the extension is retried on fresh connections, then reported typed."""
+        if getattr(self._inside, "active", False):
+            return read()  # a read inside a read: the outer call holds the deadline
+        with self._lock:
+            self.counts["reads"] += 1
+            self._follow()
+            last: BaseException | None = None
+            for attempt in range(RETRIES + 1):
+                if attempt:
+                    self.counts["retried"] += 1
+                    self._replace(self._fresh())
+                try:
+                    return self._bounded(read, "answer")
+                except apsw.Error as exc:
+                    last = exc
+                except (FormatError, UnicodeDecodeError) as exc:  # a damaged page fgraph itself noticed
+                    last = exc
+            raise FormatError(f"the Litestream replica {self.path!r} failed {RETRIES + 1} reads on fresh "
+                              f"connections ({_detail(last)})",
+                              "the litestream-vfs extension could not serve a consistent view; retry, or "
+                              "`litestream restore` the replica and read the restored file") from None
+
+    def _follow(self) -> None:
+        """Replace a connection whose Litestream position has not moved for STALL_S seconds by a fresh
+        one that is ahead of it (the extension sometimes stops following at a compaction)."""
+        if self._conn is None:
+            self._replace(self._fresh())
+            return
+        txid = self._bounded(self._read_txid, "read its position")
+        now = time.monotonic()
+        if txid != self._txid:
+            self._txid, self._moved = txid, now
+            return
+        if now - self._moved < STALL_S:
+            return
+        fresh = self._fresh()
+        fresh_txid = self._bounded(lambda: _txid_of(fresh), "read its position")
+        if _ahead(fresh_txid, txid):
+            self.counts["frozen"] += 1
+            self._replace(fresh)
+        else:
+            _close_later(fresh)
+            self._moved = now
+
+    def _fresh(self) -> apsw.Connection:
+        self.counts["reopens"] += 1
+        return self._bounded(lambda: self._opener(self.path), "open")
+
+    def _replace(self, conn: apsw.Connection) -> None:
+        old, self._conn = self._conn, conn
+        self._txid, self._moved = _txid_of(conn), time.monotonic()
+        if old is not None:
+            _close_later(old)
+
+    def _read_txid(self) -> str | None:
+        return _txid_of(self.connection)
+
+    def _bounded(self, work: Callable[[], T], what: str) -> T:
+        """``work()`` in a helper thread, given up after ``replica.timeout()`` seconds: the extension
+        waits inside SQLite without a bound while its storage does not answer."""
+        limit = replica.timeout()
+        outcome: dict[str, object] = {}
+
+        def run() -> None:
+            self._inside.active = True
+            try:
+                outcome["value"] = work()
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=run, name="fgraph-replica-read", daemon=True)
+        worker.start()
+        worker.join(limit)
+        if worker.is_alive():
+            self.counts["timeouts"] += 1
+            self._conn = None  # stuck inside the extension: abandoned, never closed (closing would wait too)
+            raise NotFound(f"the Litestream replica {self.path!r} did not {what} within {limit:g} s (its storage "
+                           "does not answer)",
+                           f"check that the storage is up and reachable, then retry; {settings.REPLICA_TIMEOUT} "
+                           "sets the wait, LITESTREAM_LOG_LEVEL=DEBUG shows the VFS at work")
+        if "error" in outcome:
+            error = outcome["error"]
+            assert isinstance(error, BaseException)
+            raise error
+        return outcome["value"]  # type: ignore[return-value]  # set by run() when no error was
+
+
+def _txid_of(conn: apsw.Connection) -> str | None:
+    value = conn.execute("SELECT litestream_txid()").fetchall()[0][0]
+    return str(value) if value is not None else None
+
+
+def _ahead(fresh: str | None, current: str | None) -> bool:
+    """Litestream txids are 16 hex digits."""
+    try:
+        return int(fresh or "0", 16) > int(current or "0", 16)
+    except ValueError:
+        return fresh != current
+
+
+def _close_later(conn: apsw.Connection) -> None:
+    """Close in a helper thread: a close may wait on the storage like any call into the extension."""
+    def close() -> None:
+        try:
+            conn.close(True)
+        except apsw.Error:
+            pass
+    threading.Thread(target=close, name="fgraph-replica-close", daemon=True).start()
+
+
+def _detail(exc: BaseException | None) -> str:
+    if isinstance(exc, FgraphError):
+        return exc.message[:200]
+    return (str(exc) or type(exc).__name__)[:200]
