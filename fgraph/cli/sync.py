@@ -117,9 +117,24 @@ Example: fgraph sync --from a.db --to {EXAMPLE_LOG} --create-stream
                    "anything [default: trust each store's first key, pinned beside the target].")
 @click.option("--accept-key", "accept_keys", multiple=True, metavar="STORE:KEY",
               help="Pin this key for this store at the target (after a rotation its owner told you of); repeatable.")
+@click.option("--quarantined", is_flag=True,
+              help="List what the target's consumer set aside (messages that are no fgraph record, records it "
+                   "refused), with their subject and sequence, instead of syncing; no --from.")
+@click.option("--purge-quarantined", is_flag=True,
+              help="Drop what the target's consumer set aside (listed first); refused records are then no longer "
+                   "retried. No --from.")
 @click.pass_context
 def sync(ctx, sources, target, batch_size, follow, interval, create_stream, replicas, max_age, ack_wait,
-         insecure_plaintext_credentials, signing_key, trust, accept_keys):
+         insecure_plaintext_credentials, signing_key, trust, accept_keys, quarantined, purge_quarantined):
+    if quarantined or purge_quarantined:
+        if sources:
+            raise click.UsageError("--quarantined and --purge-quarantined read the target alone: drop --from", ctx)
+        from fgraph.bridges.sync import quarantine
+        into = target if target is not None else resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
+        if _given(into):
+            raise click.UsageError("a quarantine is a receiving store's: pass --to the store a --from URL fills", ctx)
+        print_result(ctx, quarantine.listing(into, purge=purge_quarantined))
+        return
     if not sources:
         raise click.UsageError("pass at least one --from PATH", ctx)
     keys = {"signing_key": signing_key, "trust": trust, "accept_keys": accept_keys}

@@ -259,3 +259,42 @@ def test_two_stores_through_the_log_into_two_centrals_with_identical_tails(url, 
     assert adapters.sync([url], tmp_path / "central1.db")["events"] == 0
     with adapters.open_log(url) as log, pytest.raises(Conflict, match="which that store does not have"):
         sync_log.publish([tmp_path / "old.db"], log)
+
+
+# ----------------------------------------------------------------- foreign messages (issue 48 item 3)
+
+def test_a_message_that_is_no_fgraph_record_comes_as_foreign_with_its_subject_and_sequence(url):
+    from tests.support.foreign import publish_foreign
+    with adapters.open_log(url) as log:
+        store = new_store()
+        events = append_events(log, store, 2)
+        raw = b"\xff\xfe not utf-8, no headers"
+        seq = publish_foreign(url, "other", raw)
+        spoofed = publish_foreign(url, "other", b"{}", {"Fgraph-Store": store, "Nats-Msg-Id": str(uuid.uuid4())})
+        got = take(log, "c", 4)
+        assert [r.event for r in got if not r.foreign] == events and all(r.kind == "event" for r in got[:2])
+        foreign = {r.sequence: r for r in got if r.foreign}
+        assert set(foreign) == {seq, spoofed}
+        assert foreign[seq].subject == f"{log.stream}.other" and foreign[seq].size == len(raw)
+        assert "headers" in foreign[seq].foreign and "subject" in foreign[spoofed].foreign
+        assert f"sequence {seq}" in foreign[seq].where and foreign[seq].line.startswith("\\xff\\xfe not utf-8")
+        log.ack(got)
+        assert nothing_more(log, "c") and log.pending("c") == 0
+
+
+def test_a_publisher_steps_over_a_foreign_message_on_its_own_subject_and_resumes_after_its_last_record(url):
+    from tests.support.foreign import publish_foreign
+    with adapters.open_log(url) as log:
+        store = new_store()
+        first = append_events(log, store, 2)
+        publish_foreign(url, store, b"hello from another application")
+        more = append_events(log, store, 1, prev=first[-1])            # no Conflict blaming another publisher
+        publish_foreign(url, store, b"and again")
+    with adapters.open_log(url) as log:
+        assert log.last(store) == more[-1]                               # the foreign message is not its last
+        append_events(log, store, 1, prev=more[-1])
+        with adapters.open_log(url) as other:                            # a real second publisher still conflicts
+            other.last(store)
+            append_events(log, store, 1)
+            with pytest.raises(Conflict, match="another `fgraph sync` publishes the same store"):
+                append_events(other, store, 1)
