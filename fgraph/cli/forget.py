@@ -12,6 +12,7 @@ import os
 import click
 
 from fgraph.bridges import receipts
+from fgraph.core.errors import FgraphError
 from fgraph.bridges.sync import adapters
 from fgraph.cli.base import DB_KEY, RW, cli, common_options, parse_ref, print_result, run_and_print
 from fgraph.cli.completion import PATH
@@ -57,8 +58,15 @@ def excise(ctx, ref, operation_id, if_basis_tx, reach, erase_name, published_rec
         run_and_print(ctx, RW, call)
         return
     from fgraph.bridges.sync import reach as forget
-    print_result(ctx, forget.excise_and_reach(resolve_db_path(ctx.meta.get(DB_KEY), os.environ), parse_ref(ref),
-                                              operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach,
-                                              erase_name=erase_name, published_receipt=published_receipt,
-                                              signing_key=signing_key,
-                                              insecure_plaintext_credentials=insecure_plaintext_credentials))
+    try:
+        report = forget.excise_and_reach(resolve_db_path(ctx.meta.get(DB_KEY), os.environ), parse_ref(ref),
+                                         operation_id=operation_id, if_basis_tx=if_basis_tx, reach=reach,
+                                         erase_name=erase_name, published_receipt=published_receipt,
+                                         signing_key=signing_key,
+                                         insecure_plaintext_credentials=insecure_plaintext_credentials)
+    except FgraphError as exc:   # a target not reached: the receipt of what was done, then the error
+        if getattr(exc, "receipt", None) is None:
+            raise
+        print_result(ctx, exc.receipt)
+        raise
+    print_result(ctx, report)

@@ -8,10 +8,19 @@ says, per target, what was carried out there: the receiver's own excision transa
 records deleted from the log and the excision record published for later consumers. Stores that
 sync from those targets are reached at their own next sync; the report says so rather than
 claiming them.
+
+A target the excision could not be carried to (a server down, a refusal) does not hide what was
+done: every target is tried, each failed one is listed in ``reached`` with ``status`` "failed" and
+its error, ``owed`` lists what remains to do (the command that finishes it), and then the first
+failure is raised, of its own class, with the receipt attached (``receipt``), so the CLI prints the
+receipt and exits non-zero (issue 48 item 2, docs/forgetting.md "When a reach fails").
 """
 
 from __future__ import annotations
 
+import shlex
+
+from fgraph.core.errors import FgraphError, rewrap
 from fgraph.bridges.sync import adapters, files as _sync, signing
 
 FURTHER = ("stores that sync from this one or from a target above carry the excision out at their next "
@@ -33,6 +42,29 @@ def _reach_log(path: str, url: str, event: str, signing_key: str | None = None, 
         return {"where": url, "kind": "log", "status": "already_published", "messages_deleted": 0}
     return {"where": url, "kind": "log", "status": "published", "messages_deleted": done[0]["messages_deleted"],
             "remainders_published": done[0]["remainders_published"], "broker": done[0]["broker"]}
+
+
+def _failed(target: str, is_log: bool, error: FgraphError) -> dict:
+    return {"where": target, "kind": "log" if is_log else "store", "status": "failed",
+            "error": {"name": error.name, "message": error.message, "hint": error.hint}}
+
+
+def finish_command(path: str, target: str) -> str:
+    """The command that carries an excision owed to ``target`` out later (the same sync ``--reach`` runs)."""
+    return f"fgraph sync --from {shlex.quote(path)} --to {shlex.quote(target)}"
+
+
+def _unreached(path: str, report: dict, failures: list) -> FgraphError:
+    """The first failure, told with what was done here: raised with the receipt attached."""
+    target, error = failures[0]
+    others = f" (and {len(failures) - 1} more target(s), listed in `owed`)" if len(failures) > 1 else ""
+    raised = rewrap(error, before=f"the excision was carried out in {path!r} (transaction {report['tx']}) but "
+                    f"could not be carried to {target!r}{others}: ",
+                    hint=(f"{error.hint}; " if error.hint else "") + f"the excision is owed there: "
+                         f"`{finish_command(path, target)}` carries it out once that is fixed (the receipt "
+                         "printed above lists what is owed)")
+    raised.receipt = report
+    return raised
 
 
 def excise_and_reach(path: str, ref, *, operation_id, if_basis_tx, reach=(), erase_name: bool = False,
@@ -60,11 +92,20 @@ def excise_and_reach(path: str, ref, *, operation_id, if_basis_tx, reach=(), era
         report = dict(receipt) if published_receipt else receipts.redacted(db, receipt)
     reached = [{"where": path, "kind": "store", "status": report["status"], "tx": report["tx"],
                 "scrub_complete": report.get("scrub", {"complete": True}).get("complete", True)}]
-    for target, is_log in targets:
-        if is_log:
-            reached.append(_reach_log(path, target, report["event"], signing_key, **own))
-        else:
-            reached.append(_reach_store(path, target, report["event"], signing_key))
+    failures = []
+    for target, is_log in targets:   # each target is tried: one that fails does not keep the others from it
+        try:
+            if is_log:
+                reached.append(_reach_log(path, target, report["event"], signing_key, **own))
+            else:
+                reached.append(_reach_store(path, target, report["event"], signing_key))
+        except FgraphError as exc:
+            reached.append(_failed(target, is_log, exc))
+            failures.append((target, exc))
     report["reached"] = reached
+    report["owed"] = [{"where": target, "error": f"{exc.name}: {exc.message}", "run": finish_command(path, target)}
+                      for target, exc in failures]
     report["further"] = FURTHER
+    if failures:
+        raise _unreached(path, report, failures) from failures[0][1]
     return report
