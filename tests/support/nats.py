@@ -33,6 +33,7 @@ class NatsServer:
 
     def __init__(self, root: Path, *extra: str):
         self.root, self.extra, self.port, self.proc = root, extra, free_port(), None
+        self.name = extra[extra.index("-n") + 1] if "-n" in extra else None   # a cluster node's server name
         self.url = f"nats://127.0.0.1:{self.port}"
 
     def start(self) -> NatsServer:
@@ -109,6 +110,40 @@ class Cluster:
             return asyncio.run(ask())
         except Exception as exc:   # not up yet, no leader: the caller waits for a condition
             return {"error": {"description": repr(exc)}}
+
+    def stream_leader(self, stream: str) -> NatsServer | None:
+        """The node leading ``stream``'s raft group now, None while it has none (or no answer came)."""
+        info = self.api(f"$JS.API.STREAM.INFO.{stream}")
+        name = (info.get("cluster") or {}).get("leader")
+        return next((node for node in self.nodes if node.name == name), None)
+
+    def wait_for_stream_leader(self, stream: str, wait: float = 60, *, not_on: NatsServer | None = None) -> NatsServer:
+        """The leader of ``stream`` once it has one (other than ``not_on`` when given)."""
+        found: list[NatsServer] = []
+
+        def elected() -> bool:
+            leader = self.stream_leader(stream)
+            if leader is None or leader is not_on or leader.proc is None:
+                return False
+            found.append(leader)
+            return True
+        wait_for(elected, wait, f"stream {stream} to have a leader")
+        return found[-1]
+
+    def others(self, node: NatsServer) -> list[NatsServer]:
+        """Every node but ``node``."""
+        return [other for other in self.nodes if other is not node]
+
+    def kill(self, node: NatsServer) -> None:
+        """SIGKILL ``node`` (its store stays; ``restart`` brings it back on the same ports)."""
+        node.stop(signal.SIGKILL)
+
+    def restart(self, node: NatsServer) -> None:
+        node.start()
+
+    def seeds(self, stream: str, nodes=None) -> str:
+        """A URL naming every node (or ``nodes``) as a seed: ``nats://127.0.0.1:A,127.0.0.1:B/STREAM``."""
+        return "nats://" + ",".join(f"127.0.0.1:{n.port}" for n in (nodes or self.nodes)) + f"/{stream}"
 
     def stores(self) -> list[Path]:
         """Each node's store directory (every file JetStream writes)."""

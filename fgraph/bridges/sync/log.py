@@ -147,17 +147,47 @@ def event_of(line: str) -> str:
     return event
 
 
+RETRY_PAUSE = 0.2   # seconds between two attempts of a call the log could not answer
+
+
 def _retrying(call, retry: float, stop):
-    """``call()``, again while the log is unavailable, for at most ``retry`` seconds."""
-    deadline = None
-    while True:
-        try:
-            return call()
-        except LogUnavailable:
-            deadline = deadline or time.monotonic() + retry
-            if time.monotonic() >= deadline or stop():
-                raise
-            time.sleep(0.2)
+    """``call()``, again while the log is unavailable (a server restarting, a cluster electing a
+    leader, a node lost), for at most ``retry`` seconds; on a terminal a line on stderr says what is
+    waited for. At the bound, a ``LogUnavailable`` names what was waited for and what to do."""
+    started = None
+    try:
+        while True:
+            try:
+                return call()
+            except LogUnavailable as exc:
+                now = time.monotonic()
+                started = now if started is None else started
+                if stop():
+                    raise
+                if now - started >= retry:
+                    raise LogUnavailable(f"gave up after waiting {now - started:.0f} s (the retry bound, "
+                                         f"{retry:g} s) for the log: {exc.message}",
+                                         "run the same sync again once the servers answer: it resumes where the "
+                                         "log stands, nothing is lost or doubled; " + (exc.hint or "")) from None
+                _waiting_line(f"fgraph sync: waiting for the log ({now - started:.0f} s of {retry:g} s): "
+                              f"{exc.message}")
+                _wait(RETRY_PAUSE, stop)
+    finally:
+        if started is not None:
+            _waiting_line(None)
+
+
+def _waiting_line(text: str | None) -> None:
+    """One progress line on stderr, only when it is a terminal (``None`` erases it)."""
+    import sys
+    stream = sys.stderr
+    try:
+        if not stream.isatty():
+            return
+        stream.write("\r\x1b[K" + (text[:200] if text else ""))
+        stream.flush()
+    except (OSError, ValueError, AttributeError):   # a closed or odd stderr: the line is only a courtesy
+        pass
 
 
 def _wait(seconds: float, stop) -> None:

@@ -27,25 +27,24 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import re
-import ssl
-import urllib.parse
 
 from collections.abc import Mapping
 
 from fgraph.core import settings
-from fgraph.core.errors import Conflict, NotFound, TooLarge, Unsupported, ValueTypeError
+from fgraph.core.errors import Conflict, FgraphError, NotFound, Unsupported
 from fgraph.core.settings import Setting
 from fgraph.bridges.sync.adapters import ADAPTERS, nats_cluster_forget as cluster_forget
+from fgraph.bridges.sync.adapters import nats_errors, nats_urls
 from fgraph.bridges.sync.adapters.nats_tls import (INSECURE_HINT, NO_TLS_HINT, check_plaintext, guarded_client,
-                                                   has_credentials)
+                                                   has_credentials, read_creds, tls_context)
 from fgraph.bridges.sync.log import LogUnavailable, Record, SealedLine
 from fgraph.bridges.sync.quarantine import not_a_record, preview
 from fgraph.bridges.sync.signing import Seal
 
-STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
+STREAM_NAME = nats_urls.STREAM_NAME
 CALL_TIMEOUT = 5.0        # seconds one request to the server may take before it counts as unavailable
 CONNECT_TIMEOUT = 2.0
+RECONNECT_WAIT = 0.2   # seconds between two rounds of reconnection attempts
 DEFAULT_ACK_WAIT = ADAPTERS["nats"].options["ack_wait"]   # the registry line states what `sync` defaults to
 DEFER_DELAY = 0.2         # seconds before a record handed back is delivered again
 STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "Nats-Expected-Last-Subject-Sequence"
@@ -54,7 +53,7 @@ SEAL_KEY, SEAL_SIG, SEAL_CHAIN = "Fgraph-Key", "Fgraph-Sig", "Fgraph-Chain"   # 
 WRONG_LAST_SEQUENCE = 10071
 MAX_SCAN = 10_000         # messages of a subject read when stepping over foreign ones (last, append)
 FOREIGN_RETRIES = 16      # appends retried while foreign messages keep landing on the subject
-CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
+CREDENTIALS_HINT = nats_errors.CREDENTIALS_HINT
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
 
 CREDS = Setting("FGRAPH_NATS_CREDS", "unset",
@@ -85,30 +84,24 @@ def _nats():
 
 
 def parse_url(url: str) -> tuple[str, str]:
-    """``nats://host:port/STREAM`` → (server URL, stream name)."""
-    parts = urllib.parse.urlsplit(str(url))
-    if parts.scheme not in ("nats", "tls") or not parts.hostname:
-        raise ValueTypeError(f"{url!r} is not a NATS URL", "write nats://host:4222/STREAM or tls://host:4222/STREAM")
-    if parts.username or parts.password:
-        raise ValueTypeError("credentials in the URL would be visible to every user of the machine",
-                             "set FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN")
-    stream = parts.path.strip("/")
-    if not STREAM_NAME.fullmatch(stream):
-        raise ValueTypeError(f"{url!r} names no valid stream", "put the stream name after the port: nats://host:4222/EVENTS")
-    return f"{parts.scheme}://{parts.netloc}", stream
+    """``nats://host:port/STREAM`` or ``nats://a:4222,b:4223/STREAM`` → (servers as one URL, stream)
+    (``nats_urls``: every seed checked, a bad port or host a ``ValueTypeError``)."""
+    _, servers, stream = nats_urls.parse(url)
+    return nats_urls.display(servers), stream
 
 
-def _options(server: str, login: Mapping[str, str]) -> dict:
-    options = {"servers": [server], "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
-               "max_reconnect_attempts": 1, "reconnect_time_wait": 0.2, "name": "fgraph sync"}
+def _options(servers: list[str], login: Mapping[str, str], tls) -> dict:
+    options = {"servers": servers, "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
+               "max_reconnect_attempts": 1, "reconnect_time_wait": RECONNECT_WAIT, "name": "fgraph sync"}
     if login.get("creds"):
-        options["user_credentials"] = login["creds"]
+        from nats.aio.client import RawCredentials   # the text, read and checked here: nats-py opens no file
+        options["user_credentials"] = RawCredentials(read_creds(login["creds"]))
     if login.get("user"):
         options["user"], options["password"] = login["user"], login.get("password") or ""
     if login.get("token"):
         options["token"] = login["token"]
-    if login.get("ca") or server.startswith("tls://"):
-        options["tls"] = ssl.create_default_context(cafile=login.get("ca") or None)
+    if tls is not None:
+        options["tls"] = tls
     return options
 
 
@@ -123,22 +116,19 @@ def _seal_of(headers) -> Seal | None:
     return Seal(key, sig, chain) if isinstance(key, str) and isinstance(sig, str) and isinstance(chain, str) else None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
 class NatsLog:
     """One connection to a JetStream stream, used synchronously (it owns its event loop)."""
 
     def __init__(self, url: str, *, create: bool = False, replicas: int = 1, max_age: float = 0,
                  ack_wait: float = DEFAULT_ACK_WAIT, insecure_plaintext_credentials: bool = False):
         self.name = str(url)
-        self.server, self.stream = parse_url(url)
+        scheme, self.servers, self.stream = nats_urls.parse(url)
+        self.server = nats_urls.display(self.servers)   # every seed, for messages
         self.ack_wait = ack_wait
         self._login = auth()
         check_plaintext(self.server, self._login, insecure_plaintext_credentials)   # before any lookup or connection
         self._nats = _nats()
+        self._tls = tls_context(self._login.get("ca")) if self._login.get("ca") or scheme == "tls" else None
         self._client, self._refused = guarded_client(self._nats, credentials=has_credentials(self._login),
                                                       insecure=insecure_plaintext_credentials)
         self._seen: collections.deque = collections.deque(maxlen=16)   # the client's last errors (error_cb)
@@ -150,16 +140,25 @@ class NatsLog:
         self._nc = self._js = None
         self._seq: dict[str, int] = {}
         self._subs: dict = {}
+        self._stream_check: tuple | None = None   # the stream's check, until JetStream could answer it
         try:
-            self._run(self._open(create, replicas, max_age), CONNECT_TIMEOUT + CALL_TIMEOUT * 2)
+            self._run(self._connect(), CONNECT_TIMEOUT * (len(self.servers) + 2))
         except LogUnavailable:
             self.close()
             raise NotFound(f"NATS server {self.server} is unreachable", UNREACHABLE_HINT) from None
         except BaseException:
             self.close()
             raise
+        self._stream_check = (create, replicas, max_age)
+        try:
+            self._run(asyncio.sleep(0))   # checks the stream now; without a JetStream leader, at the first call
+        except LogUnavailable:   # no leader yet: publish and consume retry that call for their bound
+            pass
+        except BaseException:
+            self.close()
+            raise
 
-    # -- plumbing
+    # -- plumbing (errors: nats_errors; URLs: nats_urls; TLS and credentials: nats_tls)
     def _refusal(self) -> Unsupported | None:
         """The error for the last server the guard refused (``nats_tls.guarded_client``), None when none was."""
         refused = [e for e in self._seen if isinstance(e, self._refused)]
@@ -171,69 +170,79 @@ class NatsLog:
         return Unsupported(f"NATS server {self.server}: {reason}, so nothing was sent", INSECURE_HINT)
 
     def _run(self, coro, timeout: float = CALL_TIMEOUT):
-        errors, js_errors = self._nats.errors, self._nats.js.errors
+        """Run ``coro`` (after the stream's check, while that waits for a JetStream leader); every
+        exception of the client becomes a typed error (``nats_errors``), an outage ``LogUnavailable``."""
         try:
+            if self._stream_check is not None:
+                self._loop.run_until_complete(asyncio.wait_for(self._check_stream(*self._stream_check),
+                                                               CALL_TIMEOUT * 2))
+                self._stream_check = None
             return self._loop.run_until_complete(asyncio.wait_for(coro, timeout))
-        except (asyncio.TimeoutError, errors.TimeoutError, errors.NoRespondersError, errors.ConnectionClosedError,
-                errors.ConnectionReconnectingError, errors.OutboundBufferLimitError, errors.FlushTimeoutError,
-                errors.StaleConnectionError, js_errors.ServiceUnavailableError, OSError) as exc:
-            refused = self._refusal()   # a reconnection the guard refused: not an outage to wait out
-            if refused is not None:
-                raise refused from None
-            raise LogUnavailable(f"NATS server {self.server} is unavailable ({type(exc).__name__}: {exc})".rstrip(),
-                                 "check that it runs and that the URL is right") from None
-        except errors.MaxPayloadError:
-            raise TooLarge(f"an event is larger than the max_payload of {self.server}",
-                           "raise max_payload in the server's configuration (events reach 8,454,144 bytes)") from None
-        except js_errors.APIError as exc:
-            if exc.code == 503:
-                raise LogUnavailable(f"JetStream on {self.server} is unavailable: {exc.description}",
-                                     "wait for the server or its cluster to elect a leader") from None
-            raise
+        except Exception as exc:
+            if isinstance(exc, FgraphError):
+                raise
+            typed = nats_errors.translate(exc, self.server, LogUnavailable)
+            if typed is None:
+                raise
+            if isinstance(typed, LogUnavailable):
+                typed = self._refusal() or typed   # a reconnection the guard refused: not an outage to wait out
+            raise typed from None
+        finally:
+            coro.close()   # not started when the stream's check failed: no "never awaited" warning
 
-    async def _open(self, create: bool, replicas: int, max_age: float):
-        nats, errors = self._nats, self._nats.errors
-        seen = self._seen
+    async def _connect(self):
+        errors, seen = self._nats.errors, self._seen
 
         async def quiet(exc):   # the client's own error reports would go to stderr through logging
             seen.append(exc)
         self._nc = self._client()
         try:
-            await asyncio.wait_for(self._nc.connect(**_options(self.server, self._login), error_cb=quiet),
-                                   CONNECT_TIMEOUT * 2)
-            self._nc.options["max_reconnect_attempts"] = -1   # once connected, ride out restarts (retry bounds it)
+            await asyncio.wait_for(self._nc.connect(**_options(self.servers, self._login, self._tls), error_cb=quiet),
+                                   CONNECT_TIMEOUT * (len(self.servers) + 1))
+            # once connected, ride out restarts and elections, on any seed or server the cluster
+            # announces: publish and consume bound the wait (their retry)
+            self._nc.options["max_reconnect_attempts"] = -1
         except (errors.NoServersError, OSError, asyncio.TimeoutError) as exc:
             refusal = self._refusal()
             if refusal is not None:
                 raise refusal from None
-            refused = [e for e in seen if isinstance(e, (errors.AuthorizationError, errors.InvalidUserCredentialsError))
-                       or "authorization" in str(e).lower()]
-            if refused:
-                raise Unsupported(f"NATS server {self.server} refused the credentials ({refused[-1]})".rstrip(),
-                                  CREDENTIALS_HINT) from None
-            insecure = [e for e in seen if isinstance(e, (ssl.SSLError, errors.SecureConnRequiredError,
-                                                          errors.SecureConnWantedError, errors.SecureConnFailedError))]
-            if insecure:
-                raise Unsupported(f"TLS with NATS server {self.server} failed ({_first_line(insecure[-1])})",
-                                  "a tls:// server's certificate must chain to FGRAPH_NATS_CA or a system CA; "
-                                  "a server that requires TLS needs a tls:// URL") from None
+            for error in reversed(seen):
+                typed = nats_errors.translate(error, self.server, LogUnavailable)
+                if typed is not None and not isinstance(typed, LogUnavailable):   # credentials, TLS
+                    raise typed from None
+                if "authorization" in str(error).lower():
+                    raise Unsupported(f"NATS server {self.server} refused the credentials ({error})".rstrip(),
+                                      CREDENTIALS_HINT) from None
             raise NotFound(f"NATS server {self.server} is unreachable ({type(exc).__name__})", UNREACHABLE_HINT) from None
-        except (errors.AuthorizationError, errors.InvalidUserCredentialsError) as exc:
-            raise Unsupported(f"NATS server {self.server} refused the credentials ({exc})", CREDENTIALS_HINT) from None
         self._js = self._nc.jetstream(timeout=CALL_TIMEOUT)
+
+    async def _check_stream(self, create: bool, replicas: int, max_age: float):
+        """The stream exists (made with ``create``) and is fgraph's: its subjects are ``STREAM.>``.
+        A server that announces no JetStream is an error at once; a cluster without a leader (a
+        timeout, a 503) is an outage, waited out by the caller."""
+        nats = self._nats
+        if not (getattr(self._nc, "_server_info", None) or {}).get("jetstream", True):
+            raise NotFound(f"NATS server {self.server} has no JetStream", "start it with -js (or jetstream {} in its "
+                           "configuration)")
         try:
-            await self._js.stream_info(self.stream)
+            info = await self._js.stream_info(self.stream)
         except nats.js.errors.NotFoundError:
             if not create:
                 raise NotFound(f"stream {self.stream!r} does not exist on {self.server}",
                                "pass --create-stream to make it") from None
-            await self._js.add_stream(name=self.stream, subjects=[f"{self.stream}.>"], num_replicas=replicas,
-                                      max_age=max_age or None, storage=nats.js.api.StorageType.FILE)
+            info = await self._js.add_stream(name=self.stream, subjects=[f"{self.stream}.>"], num_replicas=replicas,
+                                             max_age=max_age or None, storage=nats.js.api.StorageType.FILE)
         except nats.js.errors.APIError as exc:
-            if exc.err_code == 10039 or exc.code == 503:   # JetStream not enabled
+            if exc.err_code == 10039:   # JetStream not enabled for the account
                 raise NotFound(f"NATS server {self.server} has no JetStream ({exc.description})",
-                               "start it with -js (or jetstream {} in its configuration)") from None
+                               "enable JetStream for the account (jetstream in its configuration)") from None
             raise
+        subjects = list(getattr(info.config, "subjects", None) or [])
+        if f"{self.stream}.>" not in subjects:
+            raise Conflict(f"stream {self.stream!r} on {self.server} is not fgraph's: its subjects are "
+                           f"{', '.join(subjects) or 'none'}, not {self.stream}.>",
+                           "name another stream in the URL (--create-stream makes one for fgraph); fgraph never "
+                           "publishes into another application's stream")
 
     def close(self) -> None:
         if self._nc is not None and not self._nc.is_closed:

@@ -14,11 +14,14 @@ for a plain ``nats://`` URL of another machine unless the user passed
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
 import ssl
 import urllib.parse
 from collections.abc import Mapping
 
-from fgraph.core.errors import Unsupported
+from fgraph.core.errors import FormatError, NotFound, Unsupported
+from fgraph.core.files import open_regular_input
 
 INSECURE_HINT = ("use a tls:// URL to a server that offers TLS, or, only on a network path you trust, "
                  "pass --insecure-plaintext-credentials")
@@ -56,10 +59,75 @@ def refusal(scheme: str, host: str, *, tls: bool, credentials: bool, insecure: b
 
 
 def check_plaintext(server: str, login: Mapping[str, str], insecure: bool) -> None:
-    """Refuse, before any name lookup or connection, credentials for a ``nats://`` URL of another machine."""
-    parts = urllib.parse.urlsplit(server)
-    if parts.scheme == "nats" and has_credentials(login) and not insecure and not is_loopback(parts.hostname or ""):
-        raise Unsupported(f"credentials would travel in clear to {server} (a nats:// URL is plain text)", INSECURE_HINT)
+    """Refuse, before any name lookup or connection, credentials for a ``nats://`` URL of another
+    machine: each seed of ``nats://a:4222,b:4222`` is checked, so one seed of another machine is enough."""
+    scheme, _, seeds = server.partition("://")
+    for seed in seeds.split(","):
+        parts = urllib.parse.urlsplit(f"{scheme}://{seed}")
+        if parts.scheme == "nats" and has_credentials(login) and not insecure and not is_loopback(parts.hostname or ""):
+            raise Unsupported(f"credentials would travel in clear to {parts.scheme}://{seed} (a nats:// URL is "
+                              "plain text)", INSECURE_HINT)
+
+
+LOGIN_FILE_LIMIT = 1 << 20   # a creds file is a few hundred bytes, a CA bundle of the system about 200 kB
+CREDS_FORM = re.compile(r"-----BEGIN NATS USER JWT-----\s*\n\s*([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*\n"
+                        r"(?:.*\n)*?.*-----BEGIN USER NKEY SEED-----\s*\n\s*(SU[A-Z2-7]{40,})\s*(?:\n|$)")
+
+PEM_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+?-----END CERTIFICATE-----")
+
+
+def _read_login_file(path: str, setting: str, what: str) -> bytes:
+    """The bytes of the file a setting names: missing, a FIFO, a device, a directory or a file over
+    the limit are refused at once with a typed error naming the setting (never a hang)."""
+    if not os.path.exists(path):
+        raise NotFound(f"the {what} {path!r} ({setting}) does not exist", f"check {setting}")
+    hint = f"point {setting} at a regular file"
+    with open_regular_input(path, f"{what} ({setting})", hint) as handle:
+        data = handle.read(LOGIN_FILE_LIMIT + 1)
+    if len(data) > LOGIN_FILE_LIMIT:
+        raise FormatError(f"the {what} {path!r} ({setting}) is larger than {LOGIN_FILE_LIMIT} bytes", hint)
+    return data
+
+
+def read_creds(path: str) -> str:
+    """The text of the NATS creds file ``path`` (``FGRAPH_NATS_CREDS``), checked: a user JWT and the
+    user's nkey seed, as ``nsc`` writes them. nats-py gets the text, never the path, so it reads
+    nothing itself (no FIFO can hang it, no file swapped in after the check is read)."""
+    data = _read_login_file(path, "FGRAPH_NATS_CREDS", "NATS creds file")
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        text = ""
+    found = CREDS_FORM.search(text)
+    if found is not None:
+        try:
+            import nkeys
+            nkeys.from_seed(bytearray(found.group(2).encode())).wipe()
+        except ImportError:
+            raise Unsupported("a NATS creds file needs the nkeys package", "install the extra: pip install 'fgraph[nats]'") \
+                from None
+        except Exception:   # nkeys raises its own errors for a seed that does not decode
+            found = None
+    if found is None:
+        raise FormatError(f"the NATS creds file {path!r} (FGRAPH_NATS_CREDS) holds no user JWT and nkey seed",
+                          "point FGRAPH_NATS_CREDS at the .creds file nsc wrote for the user (nsc generate creds)")
+    return text
+
+
+def tls_context(path: str | None) -> ssl.SSLContext:
+    """A verifying TLS context: the system's CAs, or only the PEM bundle ``path`` (``FGRAPH_NATS_CA``),
+    read here with the checks of ``_read_login_file``."""
+    if not path:
+        return ssl.create_default_context()
+    data = _read_login_file(path, "FGRAPH_NATS_CA", "CA bundle")
+    pem = "".join(m.decode("ascii") + "\n" for m in PEM_CERTIFICATE.findall(data))
+    try:
+        if not pem:
+            raise ValueError("no BEGIN CERTIFICATE block")
+        return ssl.create_default_context(cadata=pem)
+    except (ssl.SSLError, ValueError) as exc:
+        raise FormatError(f"the CA bundle {path!r} (FGRAPH_NATS_CA) holds no PEM certificate ({exc})",
+                          "point FGRAPH_NATS_CA at the PEM file of the CA that signed the server's certificate") from None
 
 
 def verified_tls(transport) -> bool:

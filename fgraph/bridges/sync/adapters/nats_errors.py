@@ -1,0 +1,122 @@
+"""What every exception of the NATS client library means to ``fgraph sync`` (issue 48 item 1).
+
+``MEANING`` names each exception class of ``nats.errors`` and ``nats.js.errors`` (nats-py 2.x) and
+what it is to a sync: an outage to wait out (``LogUnavailable``, which publish and consume retry for
+their ``retry`` bound), refused credentials or TLS, a record too large, a JetStream API answer
+(sorted by its status), or a request of fgraph's the client refused (a nats-py fgraph does not
+support). ``translate`` turns an exception into the typed error, by the nearest class of its MRO
+that the table names, so a class a newer nats-py adds under a known base is still typed — and
+tests/bridges/test_nats_errors.py fails on that version until the table names it.
+
+The JetStream API answers by status: 503 (no leader, no quorum, JetStream starting), any 5xx and
+408/409 (a pull request cut short by a leadership change) are outages; 404 is ``NotFound``; 400
+and others are a ``Conflict`` with the server's description. ``err_code`` 10071 (wrong last
+sequence) is the caller's to judge (``NatsLog.append``), so ``translate`` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+from fgraph.core.errors import Conflict, FgraphError, NotFound, TooLarge, Unsupported
+
+OUTAGE = "outage"              # wait, bounded: the server, the cluster or the connection will come back
+CREDENTIALS = "credentials"    # the server refused who we are
+TLS = "tls"                    # TLS could not be set up as asked
+TOO_LARGE = "too large"        # a record over the server's max_payload
+API = "api"                    # a JetStream API answer: judged by its status (``api_error``)
+CLIENT = "client"              # the client refused a request fgraph built: a nats-py fgraph does not support
+HANDLED = "handled"            # handled where it can occur (ack/nak of a message acknowledged before)
+
+CALLERS_JUDGE = frozenset({10071})   # err_codes left to the caller (wrong last subject sequence)
+
+MEANING = {
+    # nats.errors ("Error" itself carries the server's -ERR lines: see ``meaning``)
+    "Error": OUTAGE, "AuthorizationError": CREDENTIALS, "InvalidUserCredentialsError": CREDENTIALS,
+    "BadHeaderError": CLIENT, "BadSubjectError": CLIENT, "BadSubscriptionError": CLIENT, "BadTimeoutError": CLIENT,
+    "InvalidCallbackTypeError": CLIENT, "NotJSMessageError": CLIENT, "ServerNotInPoolError": OUTAGE,
+    "ConnectionClosedError": OUTAGE, "ConnectionDrainingError": OUTAGE, "ConnectionReconnectingError": OUTAGE,
+    "DrainTimeoutError": OUTAGE, "FlushTimeoutError": OUTAGE, "TimeoutError": OUTAGE, "NoRespondersError": OUTAGE,
+    "NoServersError": OUTAGE, "OutboundBufferLimitError": OUTAGE, "SlowConsumerError": OUTAGE,
+    "StaleConnectionError": OUTAGE, "UnexpectedEOF": OUTAGE, "ProtocolError": OUTAGE, "JsonParseError": OUTAGE,
+    "MaxPayloadError": TOO_LARGE, "MsgAlreadyAckdError": HANDLED,
+    "SecureConnFailedError": TLS, "SecureConnRequiredError": TLS, "SecureConnWantedError": TLS,
+    # nats.js.errors
+    "APIError": API, "BadRequestError": API, "NotFoundError": API, "ServerError": API,
+    "ServiceUnavailableError": API, "ConsumerInvalidResetError": API,
+    "NoStreamResponseError": OUTAGE,          # a 503 to a publish: the stream has no leader right now
+    "FetchTimeoutError": OUTAGE, "ConsumerSequenceMismatchError": OUTAGE, "TooManyStalledMsgsError": OUTAGE,
+    # the key-value and object stores, which fgraph never uses: a client refusal if ever met
+    "BadBucketError": CLIENT, "BucketNotFoundError": CLIENT, "BadObjectMetaError": CLIENT,
+    "DigestMismatchError": CLIENT, "InvalidBucketNameError": CLIENT, "InvalidKeyError": CLIENT,
+    "InvalidObjectNameError": CLIENT, "KeyDeletedError": CLIENT, "KeyHistoryTooLargeError": CLIENT,
+    "KeyNotFoundError": CLIENT, "KeyValueError": CLIENT, "KeyValueLimitMarkerTTLNotSupportedError": CLIENT,
+    "KeyWrongLastSequenceError": CLIENT, "LinkIsABucketError": CLIENT, "NoKeysError": CLIENT,
+    "ObjectAlreadyExists": CLIENT, "ObjectDeletedError": CLIENT, "ObjectNotFoundError": CLIENT,
+}
+MODULES = ("nats.errors", "nats.js.errors", "nats.aio.errors")
+
+WAIT_HINT = "the sync waits for it (bounded by its retry); check the servers and that a majority of the cluster runs"
+CREDENTIALS_HINT = "check FGRAPH_NATS_CREDS, FGRAPH_NATS_USER/FGRAPH_NATS_PASSWORD or FGRAPH_NATS_TOKEN"
+TLS_HINT = ("a tls:// server's certificate must chain to FGRAPH_NATS_CA or a system CA; "
+            "a server that requires TLS needs a tls:// URL")
+CLIENT_HINT = "install the nats-py version the extra fgraph[nats] names, or report the message with your nats-py version"
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def meaning(exc: BaseException) -> str | None:
+    """The ``MEANING`` of the nearest class of ``exc`` the table names (OUTAGE for a socket error or
+    a timeout of the event loop), None for an exception not the client's."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "nats.js.errors" and cls.__name__ == "Error":
+            return CLIENT
+        if cls.__module__ in MODULES and cls.__name__ in MEANING:
+            if cls.__name__ == "Error" and any(word in str(exc).lower() for word in ("authorization", "authentication")):
+                return CREDENTIALS   # the server's -ERR 'Authorization Violation'
+            return MEANING[cls.__name__]
+    if isinstance(exc, ssl.SSLError):
+        return TLS
+    if isinstance(exc, (asyncio.TimeoutError, OSError, EOFError)):
+        return OUTAGE
+    return None
+
+
+def api_error(exc, server: str, unavailable) -> FgraphError | None:
+    """A JetStream API answer as a typed error; None for the ones ``CALLERS_JUDGE``."""
+    code, err_code = getattr(exc, "code", None), getattr(exc, "err_code", None)
+    description = getattr(exc, "description", None) or type(exc).__name__
+    if err_code in CALLERS_JUDGE:
+        return None
+    if code is None or code == 503 or code >= 500 or code in (408, 409):
+        return unavailable(f"JetStream on {server} cannot answer now ({description})",
+                           "wait for the cluster to elect a leader; " + WAIT_HINT)
+    if code == 404:
+        return NotFound(f"JetStream on {server}: {description}", "check the stream name of the URL")
+    return Conflict(f"JetStream on {server} refused a request of fgraph sync: {description} "
+                    f"(status {code}, error {err_code})",
+                    "check the stream's configuration (nats stream info) against docs/replication.md")
+
+
+def translate(exc: BaseException, server: str, unavailable) -> FgraphError | None:
+    """The typed error ``exc`` of the client library stands for (``unavailable`` builds the outage
+    error, ``LogUnavailable``); None when it is not the client's or is the caller's to judge."""
+    kind = meaning(exc)
+    if kind is None:
+        return None
+    if kind in (OUTAGE, HANDLED):
+        return unavailable(f"NATS server {server} is unavailable ({first_line(exc)})".rstrip(), WAIT_HINT)
+    if kind == CREDENTIALS:
+        return Unsupported(f"NATS server {server} refused the credentials ({first_line(exc)})", CREDENTIALS_HINT)
+    if kind == TLS:
+        return Unsupported(f"TLS with NATS server {server} failed ({first_line(exc)})", TLS_HINT)
+    if kind == TOO_LARGE:
+        return TooLarge(f"an event is larger than the max_payload of {server}",
+                        "raise max_payload in the server's configuration (events reach 8,454,144 bytes)")
+    if kind == API:
+        return api_error(exc, server, unavailable)
+    return Unsupported(f"the NATS client refused a request of fgraph sync ({first_line(exc)})", CLIENT_HINT)
