@@ -22,7 +22,7 @@ import time
 
 import apsw
 
-from fgraph.core.files import publish, same_file
+from fgraph.core.files import check_regular_file, publish, same_file
 from fgraph.core.sidecars import refuse_sidecar_name
 from fgraph.core import connection, layout, replica
 from fgraph.ops import doctor
@@ -210,6 +210,7 @@ def restore_backup(backup_file, dest, on_phase=None) -> dict:
     refuse_sidecar_name(dest, "restore destination")
     if not os.path.exists(backup_file):
         raise NotFound(f"backup file {backup_file!r} does not exist", "check the path")
+    check_regular_file(backup_file, "backup file", "name the file `fgraph backup` wrote")   # a FIFO would hang the copy
     if os.path.islink(dest):
         raise Conflict(f"restore destination {dest!r} is a symbolic link (to {os.readlink(dest)!r})",
                        "restore into a new path or an empty regular file; links are never followed or replaced")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from fgraph.core.errors import FormatError, TooLarge
+from fgraph.core.files import open_regular_input
 from fgraph.core.limits import MAX_EVENT_BYTES
 
 # A JSON escape can take 3 input bytes per output byte (\u00e9 for é), so the largest
@@ -176,10 +177,7 @@ def open_data(arg: str, stdin: IO | None) -> Iterator[DataSource]:
 def _file_source(path: str) -> Iterator[DataSource]:
     if not path:
         raise FormatError("no input file is named after '@'", "write @PATH, for example @facts.ndjson")
-    try:
-        handle = open(path, "rb")
-    except OSError as exc:
-        raise _unreadable(path, exc) from None
+    handle = open_regular_input(path)   # a FIFO, a device or a directory is refused at once (issue 48 item 4)
     with handle:
         try:
             yield DataSource(path, handle=handle)

@@ -23,7 +23,8 @@ from typing import IO
 
 from fgraph.core.canonical import loads
 from fgraph.core.checks import optional_int
-from fgraph.core.errors import FgraphError, FormatError, ValueTypeError, rewrap
+from fgraph.core.errors import FgraphError, ValueTypeError, rewrap
+from fgraph.core.files import open_regular_input
 from fgraph.core.limits import MAX_BATCH_SIZE
 from fgraph.bridges.add.data_source import DataSource, read_bounded_text, text_lines
 
@@ -288,15 +289,12 @@ def add(db, text: "str | AddJob", *, operation_id=None, operation_id_prefix=None
 
 @contextlib.contextmanager
 def open_stream(src: str, stdin: IO):
-    """A binary handle on SRC (a path, or ``-`` for stdin); unreadable ⇒ FormatError."""
+    """A binary handle on SRC (a path, or ``-`` for stdin); unreadable, or not a regular file (a FIFO,
+    a device, a directory: refused at once, issue 48 item 4) ⇒ FormatError."""
     if src == "-":
         yield getattr(stdin, "buffer", stdin)
         return
-    try:
-        handle = open(src, "rb")
-    except OSError as exc:
-        raise FormatError(f"input file {src!r} cannot be read ({exc.strerror or exc})",
-                          "check the path and its permissions") from None
+    handle = open_regular_input(src)
     with handle:
         yield handle
 
