@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from fgraph.core import settings
 from fgraph.core.errors import Conflict, FgraphError, NotFound, Unsupported
 from fgraph.core.settings import Setting
-from fgraph.bridges.sync.adapters import ADAPTERS, nats_cluster_forget as cluster_forget
+from fgraph.bridges.sync.adapters import ADAPTERS, nats_cluster_forget as cluster_forget, nats_subjects as subjects
 from fgraph.bridges.sync.adapters import nats_errors, nats_urls
 from fgraph.bridges.sync.adapters.nats_tls import (INSECURE_HINT, NO_TLS_HINT, check_plaintext, guarded_client,
                                                    has_credentials, read_creds, tls_context)
@@ -51,8 +51,6 @@ STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "N
 KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
 SEAL_KEY, SEAL_SIG, SEAL_CHAIN = "Fgraph-Key", "Fgraph-Sig", "Fgraph-Chain"   # a record's seal (sync.signing)
 WRONG_LAST_SEQUENCE = 10071
-MAX_SCAN = 10_000         # messages of a subject read when stepping over foreign ones (last, append)
-FOREIGN_RETRIES = 16      # appends retried while foreign messages keep landing on the subject
 CREDENTIALS_HINT = nats_errors.CREDENTIALS_HINT
 UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
 
@@ -265,73 +263,27 @@ class NatsLog:
     def last(self, store: str) -> str | None:
         """The id of ``store``'s last event record on its subject; a foreign message after it (another
         application's: quarantine.py) is stepped over, and the next append expects the subject's
-        real last sequence (docs/replication.md "Foreign and unverifiable messages")."""
-        subject = self._subject(store)
+        real last sequence (``nats_subjects``)."""
+        subject, errors = self._subject(store), self._nats.js.errors
 
         async def go():
             try:
                 message = await self._js.get_last_msg(self.stream, subject)
-            except self._nats.js.errors.NotFoundError:
+            except errors.NotFoundError:
                 return 0, None
-            if self._of_store(message.headers, store):
-                return message.seq, message.headers[MSG_ID]
-            return message.seq, await self._last_before(subject, store, message.seq)
+            top = message.seq            # what the next append expects, a foreign message's included
+            if not self._of_store(message, store):
+                message = await subjects.last_before(self._js, errors.NotFoundError, self.stream, subject, top,
+                                                     lambda m: self._of_store(m, store))
+            return top, None if message is None else message.headers[MSG_ID]
         self._seq[store], event = self._run(go(), CALL_TIMEOUT * 4)
         return event
 
     @staticmethod
-    def _of_store(headers, store: str) -> bool:
+    def _of_store(message, store: str) -> bool:
         """An event record of ``store`` (not a side record, not another application's message)."""
-        headers = headers or {}
+        headers = message.headers or {}
         return headers.get(STORE) == store and bool(headers.get(MSG_ID)) and KIND not in headers
-
-    async def _scan(self, subject: str, first: int, below: int | None):
-        """The messages on ``subject`` from sequence ``first`` (below ``below``), at most ``MAX_SCAN``."""
-        seq = first
-        for _ in range(MAX_SCAN):
-            try:
-                message = await self._js.get_msg(self.stream, seq=seq, subject=subject, next=True)
-            except self._nats.js.errors.NotFoundError:
-                return
-            if below is not None and message.seq >= below:
-                return
-            yield message
-            seq = message.seq + 1
-        raise Conflict(f"subject {subject} of {self.name!r} holds more than {MAX_SCAN} messages that are no fgraph "
-                       "record of its store", f"remove them (nats stream rmm {self.stream} SEQ) or publish into a "
-                       "new stream; nothing but `fgraph sync` may publish on a store's subject")
-
-    async def _last_before(self, subject: str, store: str, below: int) -> str | None:
-        """The id of ``store``'s last event record on ``subject`` before sequence ``below``, read
-        backwards a widening window at a time."""
-        window = 64
-        while below > 1:
-            low, found = max(1, below - window), None
-            async for message in self._scan(subject, low, below):
-                if self._of_store(message.headers, store):
-                    found = message.headers[MSG_ID]
-            if found is not None:
-                return found
-            below, window = low, window * 4
-        return None
-
-    def _foreign_since(self, store: str) -> bool:
-        """After a refused append: True when only foreign messages came onto ``store``'s subject since
-        the sequence this publisher expected (then it appends after them); False when an fgraph
-        record of the store is among them, or nothing is (the subject moved under this publisher)."""
-        subject = self._subject(store)
-
-        async def go():
-            last = None
-            async for message in self._scan(subject, self._seq[store] + 1, None):
-                if self._of_store(message.headers, store):
-                    return False
-                last = message.seq
-            if last is None:
-                return False
-            self._seq[store] = last
-            return True
-        return self._run(go(), CALL_TIMEOUT * 4)
 
     def append(self, store: str, source: str, line: str, event: str, prev: str | None, *,
                seal: Seal | None = None) -> bool:
@@ -340,7 +292,7 @@ class NatsLog:
         ``Conflict``: another publisher of the same store."""
         if store not in self._seq:
             self.last(store)
-        for _ in range(FOREIGN_RETRIES):
+        for _ in range(subjects.FOREIGN_RETRIES):
             headers = {MSG_ID: event, STORE: store, EXPECTED: str(self._seq[store]), **_seal_headers(seal)}
             if prev is not None:
                 headers[PREV] = prev
@@ -350,7 +302,11 @@ class NatsLog:
             except self._nats.js.errors.APIError as exc:
                 if exc.err_code != WRONG_LAST_SEQUENCE:
                     raise
-                if self._foreign_since(store):
+                after = self._run(subjects.foreign_since(self._js, self._nats.js.errors.NotFoundError, self.stream,
+                                                         self._subject(store), self._seq[store],
+                                                         lambda m: self._of_store(m, store)), CALL_TIMEOUT * 4)
+                if after is not None:      # only foreign messages came: append after them
+                    self._seq[store] = after
                     continue
                 raise Conflict(f"the subject of store {store} ({source!r}) in {self.name!r} moved under this publisher",
                                "another `fgraph sync` publishes the same store; run one per store") from None
