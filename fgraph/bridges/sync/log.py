@@ -13,8 +13,11 @@ beside the target. Through a log the positions live in the log itself:
 
 Every record is sealed by its store's signing key (``signing.py``, decision T1 in docs/forgetting.md)
 and the consumer acts on none that does not verify under the key its target pinned for that store or
-its trust policy names (``trust.py``, T2); a record refused is set aside, not acknowledged, the other
-stores go on, and the run ends with a typed error naming it.
+its trust policy names (``trust.py``, T2); a record refused is set aside in the target's quarantine
+(``quarantine.py``: acknowledged, retried at each later run), the other stores go on, and the run
+ends with a typed error naming it. A message that is no fgraph record (another application's) is
+quarantined too, and reported; a one-shot run returns once nothing applicable is left, naming what
+waits for a predecessor the log does not hold (issue 48 item 3).
 
 Every record also names the event that precedes it in its source (``prev``). The consumer applies
 a record only when ``prev`` is already in the target (or earlier in the same batch), and hands the
@@ -88,15 +91,19 @@ class Log(Protocol):
     stream: str    # the log's own name, the same from every client: what a seal covers (never a server address)
 
     def last(self, store: str) -> str | None:
-        """The event UUID of the last record under ``store``'s key, None when there is none."""
+        """The event UUID of the last record under ``store``'s key, None when there is none; foreign
+        messages after it are stepped over (the next append expects the key's real end)."""
 
     def append(self, store: str, source: str, line: str, event: str, prev: str | None, *,
                seal: Seal | None = None) -> bool:
         """Append one event durably, in order after ``prev``, with its ``seal`` (delivered with it);
-        returns False when the log already had it."""
+        returns False when the log already had it. ``Conflict`` when another record of ``store``
+        came after the last one this handle knows; foreign messages that came are stepped over."""
 
     def fetch(self, consumer: str, limit: int, wait: float) -> list[Record]:
-        """At most ``limit`` records for the durable ``consumer`` (empty after ``wait`` seconds idle)."""
+        """At most ``limit`` records for the durable ``consumer`` (empty after ``wait`` seconds idle),
+        each with its ``where``, ``subject`` and ``sequence``; a message that is no fgraph record comes
+        too, with ``foreign`` saying why (``quarantine.not_a_record``), ``line`` a preview, ``size``."""
 
     def ack(self, records: list[Record]) -> None:
         """The records are committed in the target: never deliver them again."""

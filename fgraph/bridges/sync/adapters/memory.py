@@ -23,7 +23,10 @@ What it keeps, as NATS JetStream does (``adapters/nats.py``):
   with and hands it out with the record (``Record.seal``, ``SealedLine.seal``); ``stream`` is the
   log's own name, which seals cover;
 - **durable consumers** by name, explicit acks: a record delivered and not acknowledged within
-  ``ack_wait`` seconds is delivered again; ``defer`` hands one back for ``DEFER_DELAY`` seconds.
+  ``ack_wait`` seconds is delivered again; ``defer`` hands one back for ``DEFER_DELAY`` seconds;
+- **foreign messages** (issue 48 item 3): what another application publishes on the log
+  (``publish_foreign``, a test's tool) is delivered as a ``Record`` with ``foreign`` saying why,
+  and a publisher steps over one on its store's subject (``last``, ``append``).
 """
 
 from __future__ import annotations
