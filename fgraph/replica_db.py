@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 GUARDED = ("excision_record", "redacted_remainder", "holds_event", "stand_ins", "event_records", "info", "stats",
            "entity", "q", "explain", "datoms", "search", "context", "schema", "attributes", "schema_manifest",
            "check_schema_manifest", "validate", "pull", "incoming", "about", "history", "why", "diff", "changes",
-           "receipt", "resolve_time", "resolve", "latest_tx", "doctor", "diagnose", "logical_digest")
+           "receipt", "resolve_time", "resolve", "latest_tx", "doctor", "diagnose", "logical_digest", "content_digest")
 # Writes (refused on a replica before they read), the clock, lifecycle, and streams that yield as they read.
 UNGUARDED = ("transact", "add", "undo", "retract", "declare", "declare_shape", "apply_schema_manifest", "speculate",
              "excise", "carry_out_excision", "apply", "apply_summary", "restore", "backup", "close", "at", "now",
@@ -82,4 +82,5 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 for _name in GUARDED:
-    setattr(ReplicaDb, _name, _guarded(getattr(Db, _name)))
+    if hasattr(Db, _name):  # a name listed ahead of the method (another change adds it) is skipped until then
+        setattr(ReplicaDb, _name, _guarded(getattr(Db, _name)))

@@ -55,7 +55,8 @@ SETTINGS = (
     Setting(VECTOR_INDEX, "unset", "`1`: vector search asks an approximate index beside the database for its "
             "candidates and scores them exactly (the extra `fgraph[vectors]`; docs/search.md V1)"),
     Setting(REPLICA_TIMEOUT, "30", "seconds a `litestream:URL` replica may take to open (it waits for a first "
-                                   "snapshot); not a positive number is a `TypeError`"),
+                                   "snapshot) and each read of it may take (a `NotFound` when its storage does not "
+                                   "answer); not a positive number is a `TypeError`"),
 )
 NAMES = frozenset(s.name for s in SETTINGS)
 

@@ -95,3 +95,114 @@ def commit_probe(source: Path, name: str) -> int:
         return db.transact({"id": name, "person/name": name})["tx"]
     finally:
         db.close()
+
+
+# ------------------------------------------------------------------ litestream: readers that keep following
+
+# Litestream 0.5 with compactions every few seconds instead of every 30 s, so that a reader held
+# open for well under a minute lives through several of them (tests/core/test_replica_follow.py).
+FAST_COMPACTION = """\
+levels:
+  - interval: 2s
+  - interval: 6s
+snapshot:
+  interval: 12s
+  retention: 30s
+l0-retention: 3s
+l0-retention-check-interval: 1s
+dbs:
+  - path: {db}
+    monitor-interval: 200ms
+    replicas:
+      - url: {url}
+        sync-interval: 200ms
+"""
+
+
+def fast_compaction_config(directory: Path, db: Path, url: str) -> Path:
+    """A litestream.yml replicating ``db`` to ``url`` with fast compaction levels."""
+    path = directory / "litestream.yml"
+    path.write_text(FAST_COMPACTION.format(db=db, url=url))
+    return path
+
+
+# One long-lived reader of a replica: on each line of stdin it answers one JSON line on stdout, the
+# basis and the names it sees, or the typed error it met; "position" answers the follower's counts.
+READER = r"""
+import json, sys, time
+import fgraph
+db = fgraph.connect(sys.argv[1], read_only=True)
+print(json.dumps({"ready": db.latest_tx()}), flush=True)
+for line in sys.stdin:
+    if line.strip() == "position":
+        print(json.dumps(db.replica_position()), flush=True)
+        continue
+    started = time.monotonic()
+    try:
+        view = db.at(db.latest_tx())
+        rows = view.q({"find": ["?n"], "where": [["?e", "person/name", "?n"]]})["rows"]
+        answer = {"basis": view.latest_tx(), "names": sorted(row[0] for row in rows)}
+    except fgraph.FgraphError as exc:
+        answer = {"error": type(exc).__name__, "message": str(exc)}
+    except Exception as exc:
+        answer = {"untyped": type(exc).__name__, "message": str(exc)}
+    answer["took_s"] = round(time.monotonic() - started, 3)
+    print(json.dumps(answer), flush=True)
+"""
+
+
+def names_at(source: Path, basis: int) -> list[str]:
+    """The names a local primary holds at ``basis``: what a replica reporting that basis must answer."""
+    with fgraph.connect(str(source), read_only=True) as db:
+        rows = db.at(basis).q({"find": ["?n"], "where": [["?e", "person/name", "?n"]]})["rows"]
+    return sorted(row[0] for row in rows)
+
+
+def compaction_files(replica_dir: Path) -> set[str]:
+    """The LTX files compaction has written to levels 1 and above of a file replica so far."""
+    found: set[str] = set()
+    for level in replica_dir.glob("ltx/*"):
+        if level.name not in ("0",):
+            found.update(f"{level.name}/{path.name}" for path in level.glob("*.ltx"))
+    return found
+
+
+def free_ports(count: int) -> list[int]:
+    """Loopback ports for weed's servers; below 55536 because weed puts gRPC at port + 10000 by default."""
+    import socket
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port < 55536 and port not in ports:
+            ports.append(port)
+    return ports
+
+
+def start_weed(directory: Path, bucket: str, env: dict, log: Path) -> tuple[subprocess.Popen, int]:
+    """SeaweedFS (``weed mini``) on loopback with one bucket; (process, S3 port) once the port answers."""
+    import socket
+    import time
+    weed = Path(sys.executable).with_name("weed")
+    master, volume, filer, s3, admin, *grpc = free_ports(10)
+    (directory / "weed").mkdir(exist_ok=True)
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [str(weed), "mini", f"-dir={directory / 'weed'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+             f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}", f"-s3.port={s3}",
+             f"-admin.port={admin}", f"-master.port.grpc={grpc[0]}", f"-volume.port.grpc={grpc[1]}",
+             f"-filer.port.grpc={grpc[2]}", f"-s3.port.grpc={grpc[3]}", f"-admin.port.grpc={grpc[4]}",
+             "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0", f"-bucket={bucket}"],
+            env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, f"weed mini exited: {log.read_text()[-2000:]}"
+        try:
+            with socket.create_connection(("127.0.0.1", s3), timeout=0.5):
+                return process, s3
+        except OSError:
+            if time.monotonic() > deadline:
+                stop(process, signal.SIGKILL)
+                raise AssertionError(f"weed mini's S3 port did not open: {log.read_text()[-2000:]}") from None
+            time.sleep(0.1)
