@@ -9,7 +9,8 @@ that the table names, so a class a newer nats-py adds under a known base is stil
 tests/bridges/test_nats_errors.py fails on that version until the table names it.
 
 The JetStream API answers by status: 503 (no leader, no quorum, JetStream starting), any 5xx and
-408/409 (a pull request cut short by a leadership change) are outages; 404 is ``NotFound``; 400
+408/409 (a pull request cut short by a leadership change) are outages, and so is err_code 10005
+(no suitable peers for placement: a cluster still forming, or fewer nodes up than the replicas); 404 is ``NotFound``; 400
 and others are a ``Conflict`` with the server's description. ``err_code`` 10071 (wrong last
 sequence) is the caller's to judge (``NatsLog.append``), so ``translate`` leaves it alone.
 """
@@ -29,7 +30,8 @@ API = "api"                    # a JetStream API answer: judged by its status (`
 CLIENT = "client"              # the client refused a request fgraph built: a nats-py fgraph does not support
 HANDLED = "handled"            # handled where it can occur (ack/nak of a message acknowledged before)
 
-CALLERS_JUDGE = frozenset({10071})   # err_codes left to the caller (wrong last subject sequence)
+CALLERS_JUDGE = frozenset({10071})
+NO_PEERS = 10005   # "no suitable peers for placement": a forming cluster, or fewer nodes up than the replicas   # err_codes left to the caller (wrong last subject sequence)
 
 MEANING = {
     # nats.errors ("Error" itself carries the server's -ERR lines: see ``meaning``)
@@ -92,6 +94,9 @@ def api_error(exc, server: str, unavailable) -> FgraphError | None:
     description = getattr(exc, "description", None) or type(exc).__name__
     if err_code in CALLERS_JUDGE:
         return None
+    if err_code == NO_PEERS:
+        return unavailable(f"JetStream on {server} has not enough nodes up for the stream's replicas ({description})",
+                           "start the cluster's other nodes, or create the stream with fewer --replicas; " + WAIT_HINT)
     if code is None or code == 503 or code >= 500 or code in (408, 409):
         return unavailable(f"JetStream on {server} cannot answer now ({description})",
                            "wait for the cluster to elect a leader; " + WAIT_HINT)
