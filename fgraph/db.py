@@ -301,16 +301,14 @@ class Db:
 
     # -- reads ------------------------------------------------------------------
     def info(self, digest: bool = False, content_digest: bool = False) -> JSONObject:
-        """``stats()`` plus the latest transaction and its time (what ``--if-basis-tx`` needs);
-        with ``digest`` also ``basis_tx`` and the logical digest, with ``content_digest`` the
-        content digest and the events it covers (``content_digest()``), all read at one basis."""
+        """``stats()`` plus the latest transaction and its time (what ``--if-basis-tx`` needs); with ``digest``
+        also ``basis_tx`` and the logical digest, with ``content_digest`` the content digest, at one basis."""
         view = self.at(self.latest_tx()) if self.basis is None else self
         latest = view.latest_tx()
         out = dict(view.stats(), latest_tx=latest, latest_at=format_instant(view.receipt(latest)["at"]))
-        if digest:
-            out.update(basis_tx=latest, digest=view.logical_digest())
-        if content_digest:
-            out.update(view.content_digest())
+        if digest or content_digest:
+            from fgraph.streams.content_digest import digests_at
+            out.update(digests_at(view.connection, latest, logical=digest, content=content_digest))
         if view is not self:
             view.close()
         return out
@@ -472,17 +470,12 @@ class Db:
         return self.diagnose(repair, expect_digest=expect_digest).report
 
     def diagnose(self, repair: bool = False, *, expect_digest: str | None = None, digests: bool = False) -> Diagnosis:
-        """``doctor`` with its problems as records (kind, message, repairable) and a ``describe()`` for people;
-        with ``digests`` also the logical and content digests at one basis (``Diagnosis.printed``)."""
+        """``doctor`` with its problems as records (kind, message, repairable) and a ``describe()`` for people."""
         from fgraph.ops import doctor as _doctor
         if repair:
             self._writable()
         try:
-            diagnosis = _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest)
-            if digests:
-                from fgraph.ops.doctor import digests as _digests
-                diagnosis = diagnosis.with_figures(digests=_digests.computed(self.connection, self.basis))
-            return diagnosis
+            return _doctor.examine(self.connection, self.path, repair, expect_digest=expect_digest, digests=digests)
         finally:
             if repair:
                 self._session.forget_cached_state()
@@ -494,13 +487,6 @@ class Db:
         from fgraph.ops import backup as _backup
         proof = _backup.backup(self.connection, self.path, path, on_phase)
         return proof if details else None
-
-    def content_digest(self) -> JSONObject:
-        """``{"basis_tx", "content_digest", "content_events"}``: the sha256 of the shared event lines
-        in UUID order at this view's basis, equal in two copies holding the same knowledge whatever
-        their local receipt times and arrival order (docs/replication.md)."""
-        from fgraph.streams import content_digest as _content
-        return _content.content_digest(self.connection, self.basis)
 
     def logical_digest(self) -> str:
         """The snapshot/1 footer sha256 at this view's basis (``fgraph snapshot | tail -1``)."""

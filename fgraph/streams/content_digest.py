@@ -73,3 +73,16 @@ def content_digest(conn, basis: int | None = None) -> dict:
             digest.update(b"\n")
             count += 1
     return {"basis_tx": basis, "content_digest": digest.hexdigest(), "content_events": count}
+
+
+def digests_at(conn, basis: int | None = None, *, logical: bool = True, content: bool = True) -> dict:
+    """``basis_tx`` and, read at that basis in one transaction, the logical digest (``digest``, the
+    snapshot/1 footer) and the content digest (``content_digest``, ``content_events``), as asked."""
+    from fgraph.streams.snapshot import logical_digest
+    with read_transaction(conn):
+        if basis is None:
+            basis = conn.execute("SELECT coalesce(max(tx), ?) FROM fgraph_events", (GENESIS_TX,)).fetchone()[0]
+        out = content_digest(conn, basis) if content else {"basis_tx": basis}
+        if logical:
+            out["digest"] = logical_digest(conn, basis)
+    return out

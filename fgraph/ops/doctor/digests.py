@@ -8,19 +8,13 @@ from __future__ import annotations
 import apsw
 
 from fgraph.core.errors import FgraphError
-from fgraph.core.limits import GENESIS_TX
-from fgraph.core.txn import read_transaction
-from fgraph.streams.content_digest import content_digest
-from fgraph.streams.snapshot import logical_digest
+from fgraph.streams.content_digest import digests_at
 
 
-def computed(conn: apsw.Connection, basis: int | None = None) -> dict:
-    """``{"basis_tx", "content_digest", "content_events", "digest"}`` at ``basis`` (the latest when None);
-    on a file too damaged to read them, ``{"basis_tx", "unavailable": why}`` (the report says what is wrong)."""
+def computed(conn: apsw.Connection) -> dict:
+    """``{"basis_tx", "content_digest", "content_events", "digest"}`` at the latest transaction; on a file
+    too damaged to read them, ``{"unavailable": why}`` (the report beside them says what is wrong)."""
     try:
-        with read_transaction(conn):
-            if basis is None:
-                basis = conn.execute("SELECT coalesce(max(tx), ?) FROM fgraph_events", (GENESIS_TX,)).fetchone()[0]
-            return dict(content_digest(conn, basis), digest=logical_digest(conn, basis))
+        return digests_at(conn)
     except (FgraphError, apsw.Error, UnicodeDecodeError) as exc:
-        return {"basis_tx": basis, "unavailable": str(exc)}
+        return {"unavailable": str(exc)}

@@ -16,6 +16,7 @@ from fgraph.core.txn import write_transaction
 from fgraph.ops import propagate, scrub
 from fgraph.ops.doctor import derived
 from fgraph.ops.doctor.checkup import diagnose
+from fgraph.ops.doctor.digests import computed as computed_digests
 from fgraph.ops.doctor.findings import Problem
 from fgraph.ops.doctor.report import Diagnosis
 
@@ -41,10 +42,12 @@ def run(conn: apsw.Connection, repair: bool = False, *, expect_digest: str | Non
     return after.with_figures(repaired=True, fts_rows_rebuilt=rebuilt, orphaned_blobs_removed=removed)
 
 
-def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_digest: str | None = None) -> Diagnosis:
+def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_digest: str | None = None,
+            digests: bool = False) -> Diagnosis:
     """``run`` for a database file: a repair first finishes an excision's owed scrub, and a scrub
     still owed afterwards is a repairable problem of the diagnosis. A plain check of a file on disk
-    uses a second connection (or, for a large file, a second process) for SQLite's integrity check."""
+    uses a second connection (or, for a large file, a second process) for SQLite's integrity check.
+    With ``digests``, the logical and content digests are computed after the checks (``doctor --digests``)."""
     second_handle = worker_path = None
     if not repair and path != MEMORY:
         second_handle = lambda: open_connection(path, read_only=True)  # noqa: E731
@@ -59,6 +62,8 @@ def examine(conn: apsw.Connection, path: str, repair: bool = False, *, expect_di
         scrub.scrub(conn, path, None)
         owed = scrub.pending(path)
     diagnosis = run(conn, repair, expect_digest=expect_digest, second_handle=second_handle, worker_path=worker_path)
+    if digests:
+        diagnosis = diagnosis.with_figures(digests=computed_digests(conn))
     return owing_excisions(owing_scrub(diagnosis, owed), conn, path, repair, scrub_owed=owed is not None)
 
 
