@@ -9,9 +9,11 @@ import hashlib
 import json
 
 import orjson
+import pytest
 
 import fgraph
 from fgraph.streams import content_digest as content
+from tests.support.peerlib import our_executable, peer, peer_executable, run_cli
 from tests.support.syncing import fg, write_sources
 
 
@@ -91,3 +93,18 @@ def test_it_reads_the_uuid_index_and_never_sorts_every_event(tmp_path):
         plan = " ".join(str(row[-1]) for row in db.connection.execute(
             "EXPLAIN QUERY PLAN " + content.EVENTS_SQL, (b"", 64, 100, 11, 512)))
     assert content.GID_INDEX in plan and "TEMP B-TREE" not in plan, plan
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(peer_executable() is None, reason="FGRAPH_PEER is not set")
+def test_copies_made_by_either_runtime_share_the_content_digest_of_the_peer_written_store(tmp_path):
+    source, ours, theirs = tmp_path / "source.db", tmp_path / "ours.db", tmp_path / "theirs.db"
+    for record in ('{"id":"ada","person/name":"Ada"}', '{"id":"bob","person/knows":{"ref":"ada"}}',
+                   '{"id":"ada","person/name":"Ada L."}'):
+        peer(source, "add", record)
+    stream = peer(source, "tail")
+    run_cli(our_executable(), ours, "apply", "-", stdin=stream, seed="ours")
+    run_cli(peer_executable(), theirs, "apply", "-", stdin=stream, seed="theirs")
+    found = [info(tmp_path, path.name) for path in (source, ours, theirs)]
+    assert len({f["content_digest"] for f in found}) == 1 and found[0]["content_events"] == 3
+    assert found[0]["digest"] != found[1]["digest"]           # the receivers hold their own receipts of the events
