@@ -44,10 +44,17 @@ def test_a_cluster_under_chaos_with_no_supervisor_loses_and_doubles_nothing(tmp_
         write_sources(tmp_path, 5)
         url = cluster.seeds(STREAM)
 
+        said = []
+
         def created() -> bool:
-            return cli("sync", "--from", "a.db", "--to", url, "--create-stream", "--replicas", "3", cwd=tmp_path,
-                       check=False).returncode == 0
-        wait_for(created, WAIT, "an R3 stream to be placed")
+            proc = cli("sync", "--from", "a.db", "--to", url, "--create-stream", "--replicas", "3", cwd=tmp_path,
+                       check=False)
+            said[:] = [proc.stderr.decode(errors="replace").strip()]
+            return proc.returncode == 0
+        try:
+            wait_for(created, WAIT, "an R3 stream to be placed")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the last attempt said: {said[-1]}") from None
         chaos.wait_healthy(cluster, STREAM)
         writers = [chaos.Writer(tmp_path, name, 1000, PACE) for name in SOURCES]
 
