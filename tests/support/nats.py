@@ -31,14 +31,14 @@ def free_port() -> int:
 class NatsServer:
     """``nats-server -js`` on a loopback port with its store in ``root``; restartable on the same port."""
 
-    def __init__(self, root: Path, *extra: str):
-        self.root, self.extra, self.port, self.proc = root, extra, free_port(), None
+    def __init__(self, root: Path, *extra: str, host: str = "127.0.0.1"):
+        self.root, self.extra, self.port, self.proc, self.host = root, extra, free_port(), None, host
         self.name = extra[extra.index("-n") + 1] if "-n" in extra else None   # a cluster node's server name
-        self.url = f"nats://127.0.0.1:{self.port}"
+        self.url = f"nats://{'[' + host + ']' if ':' in host else host}:{self.port}"   # IPv6 in brackets
 
     def start(self) -> NatsServer:
         self.log = open(self.root / "nats-server.log", "ab")
-        self.proc = subprocess.Popen([NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(self.port),
+        self.proc = subprocess.Popen([NATS_SERVER, "-js", "-a", self.host, "-p", str(self.port),
                                       "-sd", str(self.root / "jetstream"), *self.extra],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(self._listening, 20, "nats-server to listen")
@@ -47,7 +47,7 @@ class NatsServer:
     def _listening(self) -> bool:
         assert self.proc.poll() is None, (self.root / "nats-server.log").read_text()[-2000:]
         try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            socket.create_connection((self.host, self.port), timeout=0.2).close()
             return True
         except OSError:
             return False

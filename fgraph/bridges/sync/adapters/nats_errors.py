@@ -67,7 +67,10 @@ CLIENT_HINT = "install the nats-py version the extra fgraph[nats] names, or repo
 
 
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    try:
+        text = str(exc).strip().splitlines()
+    except Exception:   # a client exception whose __str__ fails on the fields it was given
+        text = []
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
@@ -78,7 +81,8 @@ def meaning(exc: BaseException) -> str | None:
         if cls.__module__ == "nats.js.errors" and cls.__name__ == "Error":
             return CLIENT
         if cls.__module__ in MODULES and cls.__name__ in MEANING:
-            if cls.__name__ == "Error" and any(word in str(exc).lower() for word in ("authorization", "authentication")):
+            if cls.__name__ == "Error" and any(word in first_line(exc).lower()
+                                               for word in ("authorization", "authentication")):
                 return CREDENTIALS   # the server's -ERR 'Authorization Violation'
             return MEANING[cls.__name__]
     if isinstance(exc, ssl.SSLError):
