@@ -46,7 +46,7 @@ from fgraph.ops.propagate import is_excision_line
 from fgraph.bridges.sync import signing
 from fgraph.bridges.sync.forgetting import Consumer, publish_redacted
 from fgraph.bridges.sync.signing import Seal
-from fgraph.bridges.sync.quarantine import Quarantine, stalled
+from fgraph.bridges.sync.quarantine import Quarantine, judge, stalled, stuck
 from fgraph.bridges.sync.trust import Trust
 
 
@@ -339,7 +339,7 @@ def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool
     held = Quarantine(str(target))
     refused: dict = {}        # where → the Refused error of a record set aside in this run
     kept_back: set = set()    # where of the records the quarantine had no room for: handed back to the log
-    waiting: dict = {}        # where → record deferred since the last batch that moved anything
+    waiting: dict = {}        # where → (record, judged) deferred since the last batch that moved anything
     quarantined: list = []    # where of what this run put in the quarantine
     with connect(str(target)) as db:
         consumer = "fgraph-" + store_id(db)
@@ -373,26 +373,26 @@ def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool
             if later:
                 counts["deferred"] += len(later)
                 _retrying(lambda: log.defer([r for r in later if r.handle is not None]), retry, stop)
-            return done
+            return done, later
 
         retried = held.retries(Record)
         for start in range(0, len(retried), batch_size):     # what was refused before: a key accepted since applies it
-            held.release(settle(retried[start:start + batch_size]))
+            held.release(settle(retried[start:start + batch_size])[0])
         while not stop():
             records = _retrying(lambda: log.fetch(consumer, batch_size, min(interval, 1.0)), retry, stop)
             if not records:
                 if not follow and _retrying(lambda: log.pending(consumer), retry, stop) <= len(kept_back | waiting.keys()):
                     break
                 continue
-            done = settle(records)
+            done, later = settle(records)
             if done:
                 waiting.clear()
             else:
-                waiting.update((r.where, r) for r in records if not r.foreign and r.where not in refused)
+                judge(waiting, later)
                 if not follow and _retrying(lambda: log.pending(consumer), retry, stop) \
-                        <= len(kept_back | waiting.keys()):
-                    break    # nothing moves but what was refused and what waits behind it
-        waits = [r for where, r in waiting.items() if where not in kept_back] if not follow else []
+                        <= len(kept_back | stuck(waiting).keys()):
+                    break    # nothing moves but what was refused and what waits behind a missing predecessor
+        waits = [r for where, r in stuck(waiting).items() if where not in kept_back] if not follow else []
         if refused or waits:
             raise stalled(list(refused.values()), waits, str(target))
         return {**counts, "basis_tx": db.latest_tx(), "consumer": consumer, "excisions": excisions, "log": log.name,

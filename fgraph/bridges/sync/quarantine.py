@@ -16,7 +16,9 @@ receiver trusts another may not — acknowledges it in the log, and goes on with
 
 ``listing`` is what ``fgraph sync --to TARGET --quarantined`` prints and, with ``purge``, what
 ``--purge-quarantined`` drops. ``stalled`` is the error a one-shot run ends with when something was
-refused or waits for a predecessor the log does not hold.
+refused or waits for a predecessor the log does not hold; ``judge`` and ``stuck`` tell a record
+that cannot move (judged on its own, or behind one that cannot) from one only held behind another
+in its batch, which a log delivering out of order may make applicable at the next fetch.
 """
 
 from __future__ import annotations
@@ -178,6 +180,31 @@ def listing(target: str, *, purge: bool = False) -> dict:
         held._save()
         report["purged"] = report["count"]
     return report
+
+
+def judge(waiting: dict, later: list) -> None:
+    """Note the records a batch handed back: the first of each store was judged on its own (its
+    predecessor is not in the target), the others of that store only held behind it."""
+    first: dict = {}
+    for record in later:
+        judged = first.setdefault(record.store, record) is record
+        waiting[record.where] = (record, judged or waiting.get(record.where, (None, False))[1])
+
+
+def stuck(waiting: dict) -> dict:
+    """Of the records handed back since the last progress, those that cannot move: judged on their
+    own, or behind one that cannot (by ``prev``). One held only behind another may be applicable."""
+    behind: dict = {}
+    for where, (record, _) in waiting.items():
+        behind.setdefault(record.prev, []).append(where)
+    out = {where: record for where, (record, judged) in waiting.items() if judged}
+    todo = [record.event for record in out.values()]
+    while todo:
+        for where in behind.get(todo.pop(), ()):
+            if where not in out:
+                out[where] = waiting[where][0]
+                todo.append(out[where].event)
+    return out
 
 
 class Waiting(NotFound):
