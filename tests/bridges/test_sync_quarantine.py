@@ -9,12 +9,14 @@ docs/replication.md "Foreign and unverifiable messages (issue 48 item 3)"), agai
   ``--purge-quarantined``);
 - a record the receiver refuses is set aside once, not refused again at every ``--follow`` cycle;
 - a one-shot consumer returns once it has applied what it can, naming what waits for a
-  predecessor the log does not hold (store, event, predecessor), and exits non-zero.
+  predecessor the log does not hold (store, event, predecessor), and exits non-zero; a log that
+  delivers out of order makes it neither stop early nor miss the record that waits.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import uuid
 
@@ -23,6 +25,7 @@ import pytest
 import fgraph
 from fgraph.bridges.sync import adapters, quarantine
 from fgraph.bridges.sync import log as sync_log
+from fgraph.bridges.sync.adapters import memory
 from fgraph.bridges.sync.log import store_id
 from fgraph.core.canonical import dumps
 from fgraph.core.limits import GENESIS_TX
@@ -193,3 +196,34 @@ def test_the_cli_one_shot_exits_non_zero_and_lists_and_purges_the_quarantine(sto
     purged = json.loads(cli("--json", "sync", "--to", "r.db", "--purge-quarantined", cwd=stores).stdout)
     assert purged["purged"] == 1
     assert json.loads(cli("--json", "sync", "--to", "r.db", "--quarantined", cwd=stores).stdout)["count"] == 0
+
+
+class ShufflingLog(memory.MemoryLog):
+    """The memory log handing out what is ready in a seeded random order (a log that redelivers out of order)."""
+
+    rng = random.Random(0)
+
+    def order(self, ready):
+        self.rng.shuffle(ready)
+        return ready
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_out_of_order_delivery_neither_stops_early_nor_hides_the_missing_predecessor(tmp_path, seed):
+    write(tmp_path / "a.db", *({"id": "ada", "note/text": f"n{n}"} for n in range(12)))
+    url = f"memory://shuffled-{uuid.uuid4().hex}"
+    log = ShufflingLog.open(url, create_stream=True)
+    log.rng = random.Random(seed)
+    try:
+        sync_log.publish([tmp_path / "a.db"], log)
+        events = events_of(tmp_path / "a.db")
+        complete = bounded(lambda: sync_log.consume(log, tmp_path / "all.db", batch_size=3))
+        assert "error" not in complete, complete.get("error")              # nothing missing: all of it, no Waiting
+        assert holds(tmp_path / "all.db", events)
+        assert log.erase(ident(tmp_path / "a.db"), {events[6]}) == 1
+        done = bounded(lambda: sync_log.consume(log, tmp_path / "r.db", batch_size=3))
+        assert isinstance(done.get("error"), quarantine.Waiting), done
+        assert f"event {events[7]}" in done["error"].message and f"predecessor {events[6]}" in done["error"].message
+        assert holds(tmp_path / "r.db", events[:6]) and not holds(tmp_path / "r.db", events[7:8])
+    finally:
+        memory.drop(url)
