@@ -3,19 +3,21 @@ docs/replication.md, §Following, compactions and errors).
 
 litestream-vfs 0.5.17 is not reliable on a long-lived connection: at a Litestream compaction a
 reader may stop following (its ``litestream_txid()`` and its data stay at an old transaction for
-minutes), or meet ``SQL logic error`` / ``database disk image is malformed`` on a share of its
-reads; a fresh open reads correctly. And a read waits without a bound while the storage does not
-answer. So every read of a replica goes through ``Follower.call``:
+minutes), meet ``SQL logic error`` / ``database disk image is malformed``, or, rarely, answer from
+a torn view (a basis whose rows lack a few transactions before it); a fresh open reads
+correctly. And a read waits without a bound while the storage does not answer. So every read of
+a replica goes through ``Follower.call``:
 
-- **deadline**: the read runs in a helper thread and is given up after ``replica.timeout()``
-  seconds with ``NotFound`` (the connection, stuck inside the extension, is abandoned; the next
-  read opens a fresh one);
+- **a fresh connection per read** (``REUSE_S`` = 0): each read opens the replica afresh, so no
+  view outlives one read; a fresh connection behind what this reader already served (Litestream
+  compacting) is tried again, for ``BEHIND_S`` at most, then reported typed;
+- **deadline**: each open and read runs in a helper thread and is given up after
+  ``replica.timeout()`` seconds with ``NotFound`` (a connection stuck inside the extension is
+  abandoned, never closed);
 - **errors reopen**: an SQLite error (or a damaged-page ``FormatError``) from the extension is
   retried on a fresh connection, ``RETRIES`` times, then reported typed;
-- **no frozen view**: when Litestream's transaction id has not moved for ``STALL_S`` seconds, a
-  fresh connection is opened and compared: if it is ahead, the old one was frozen and is
-  replaced. An answer is therefore at most ``STALL_S`` plus the VFS's 1 s poll behind what the
-  storage holds, and every answer carries its ``basis_tx``.
+- with ``REUSE_S`` > 0 a connection is reused for that long, and one whose Litestream txid has not
+  moved for ``STALL_S`` seconds is compared with a fresh open and replaced when that is ahead.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-STALL_S = 5.0   # Litestream's txid unchanged this long: compare with a fresh open
+REUSE_S = 0.0   # a connection serves reads for this long; 0: a fresh open for every read (see the module doc)
+STALL_S = 5.0   # Litestream's txid unchanged this long on a reused connection: compare with a fresh open
 RETRIES = 3     # fresh opens tried after an error of the extension before it is reported
+BEHIND_S = 5.0  # how long fresh opens behind what was served are tried again before that is reported
 
 
 class Follower:
@@ -49,10 +53,12 @@ class Follower:
         self._inside = threading.local()
         self._conn: apsw.Connection | None = None
         self._txid: str | None = None
-        self._moved = time.monotonic()
-        self.counts = {"reads": 0, "reopens": 0, "frozen": 0, "retried": 0, "timeouts": 0}
+        self._moved = self._opened = time.monotonic()
+        self._high = 0  # the furthest Litestream txid served: a connection never takes the reader back
+        self.counts = {"reads": 0, "reopens": 0, "frozen": 0, "behind": 0, "retried": 0, "timeouts": 0}
         self._conn = self._bounded(lambda: opener(path), "open")  # the first open's errors are the opener's
         self._txid = self._bounded(self._read_txid, "read its position")
+        self._high = _number(self._txid)
 
     # -- the connection --------------------------------------------------------
     @property
@@ -100,20 +106,27 @@ class Follower:
 
     def _follow(self) -> None:
         """Replace a connection whose Litestream position has not moved for STALL_S seconds by a fresh
-        one that is ahead of it (the extension sometimes stops following at a compaction)."""
-        if self._conn is None:
+        one that is ahead of it (the extension sometimes stops following at a compaction), and one
+        whose position went back behind what was already served."""
+        if self._conn is None or time.monotonic() - self._opened >= REUSE_S:
             self._replace(self._fresh())
             return
         txid = self._bounded(self._read_txid, "read its position")
         now = time.monotonic()
+        if _number(txid) < self._high:
+            self.counts["behind"] += 1
+            self._replace(self._fresh())
+            return
         if txid != self._txid:
             self._txid, self._moved = txid, now
+            self._high = max(self._high, _number(txid))
             return
         if now - self._moved < STALL_S:
             return
-        fresh = self._fresh()
+        self.counts["reopens"] += 1
+        fresh = self._bounded(lambda: self._opener(self.path), "open")
         fresh_txid = self._bounded(lambda: _txid_of(fresh), "read its position")
-        if _ahead(fresh_txid, txid):
+        if _number(fresh_txid) > _number(txid):
             self.counts["frozen"] += 1
             self._replace(fresh)
         else:
@@ -121,12 +134,29 @@ class Follower:
             self._moved = now
 
     def _fresh(self) -> apsw.Connection:
-        self.counts["reopens"] += 1
-        return self._bounded(lambda: self._opener(self.path), "open")
+        """A fresh connection that is not behind what this follower has served: while Litestream compacts,
+        a fresh open can stand at an older transaction for a moment; it is tried again (bounded)."""
+        deadline = time.monotonic() + min(replica.timeout(), BEHIND_S)
+        while True:
+            self.counts["reopens"] += 1
+            conn = self._bounded(lambda: self._opener(self.path), "open")
+            txid = _number(self._bounded(lambda: _txid_of(conn), "read its position"))
+            if txid >= self._high:
+                return conn
+            self.counts["behind"] += 1
+            _close_later(conn)
+            if time.monotonic() >= deadline:
+                raise NotFound(f"the Litestream replica {self.path!r} stands at transaction {txid:016x}, behind "
+                               f"{self._high:016x} which this reader already served",
+                               "Litestream is compacting or the storage lost files; retry in a few seconds, or "
+                               "open the replica afresh")
+            time.sleep(0.1)
 
     def _replace(self, conn: apsw.Connection) -> None:
         old, self._conn = self._conn, conn
         self._txid, self._moved = _txid_of(conn), time.monotonic()
+        self._opened = self._moved
+        self._high = max(self._high, _number(self._txid))
         if old is not None:
             _close_later(old)
 
@@ -168,12 +198,12 @@ def _txid_of(conn: apsw.Connection) -> str | None:
     return str(value) if value is not None else None
 
 
-def _ahead(fresh: str | None, current: str | None) -> bool:
-    """Litestream txids are 16 hex digits."""
+def _number(txid: str | None) -> int:
+    """A Litestream txid (16 hex digits) as a number; 0 when there is none or it is not one."""
     try:
-        return int(fresh or "0", 16) > int(current or "0", 16)
+        return int(txid or "0", 16)
     except ValueError:
-        return fresh != current
+        return 0
 
 
 def _close_later(conn: apsw.Connection) -> None:

@@ -77,11 +77,16 @@ class _Clock:
     def monotonic(self):
         return self.now
 
+    def sleep(self, seconds):
+        self.now += seconds
+
 
 @pytest.fixture
 def clock(monkeypatch):
+    """A clock the test moves, on a follower that reuses its connection (REUSE_S) as it may be set to."""
     fake = _Clock()
     monkeypatch.setattr(replica_follow, "time", fake)
+    monkeypatch.setattr(replica_follow, "REUSE_S", 3600.0)
     return fake
 
 
@@ -92,6 +97,12 @@ def _follower(*txids: str) -> tuple[replica_follow.Follower, list[_Conn]]:
         opened.append(_Conn(txids[min(len(opened), len(txids) - 1)]))
         return opened[-1]
     return replica_follow.Follower("litestream:file:///x", opener), opened
+
+
+def test_by_default_every_read_has_a_fresh_connection():
+    follower, opened = _follower("0000000000000010")
+    seen = [follower.call(lambda: follower.connection) for _ in range(3)]
+    assert seen == opened[1:] and len(set(map(id, seen))) == 3 and follower.counts["reopens"] == 3
 
 
 def test_a_connection_whose_position_stands_still_is_replaced_by_a_fresh_one_ahead(clock):
@@ -145,9 +156,25 @@ def test_a_read_that_does_not_return_ends_at_the_deadline_typed(monkeypatch):
             follower.call(lambda: release.wait(30))
         assert time.monotonic() - started < 10
         assert "FGRAPH_REPLICA_TIMEOUT" in str(caught.value)
-        assert follower.call(lambda: follower.connection) is opened[-1] and len(opened) == 2  # a fresh one
+        assert follower.call(lambda: follower.connection) is opened[-1] and len(opened) == 3  # a fresh one
     finally:
         release.set()
+
+
+def test_a_fresh_connection_behind_what_was_served_is_never_used(clock, monkeypatch):
+    follower, opened = _follower("0000000000000020", "0000000000000010", "0000000000000010", "0000000000000030")
+    monkeypatch.setattr(replica_follow.Follower, "_read_txid", lambda self: "0000000000000008")  # went back
+    monkeypatch.setattr(replica_follow, "_close_later", lambda conn: conn.close())
+    assert follower.call(lambda: follower.connection.txid) == "0000000000000030"
+    assert follower.counts["behind"] == 3 and [conn.closed for conn in opened] == [True, True, True, False]
+
+
+def test_fresh_connections_that_stay_behind_are_a_typed_error(monkeypatch):
+    follower, _ = _follower("0000000000000020", "0000000000000010")
+    monkeypatch.setattr(replica_follow, "BEHIND_S", 0.3)
+    follower.close()
+    with pytest.raises(NotFound, match="behind 0000000000000020 which this reader already served"):
+        follower.call(lambda: None)
 
 
 def test_every_public_method_of_db_is_either_bounded_or_known_not_to_be():
@@ -276,7 +303,11 @@ def test_readers_held_across_compactions_answer_the_primary_at_their_basis_or_a_
                     typed += 1
                     errors[answer["error"]] = errors.get(answer["error"], 0) + 1
                     continue
-                assert answer["names"] == replicas.names_at(primary, answer["basis"]), answer["basis"]
+                expected = replicas.names_at(primary, answer["basis"])
+                assert answer["names"] == expected, (
+                    f"at basis {answer['basis']} ({answer.get('at')}) the replica lacks "
+                    f"{sorted(set(expected) - set(answer['names']))[:10]} and adds "
+                    f"{sorted(set(answer['names']) - set(expected))[:10]}")
                 since, basis = advanced[id(reader)]
                 now = time.monotonic()
                 if answer["basis"] != basis:

@@ -147,6 +147,9 @@ for line in sys.stdin:
     except Exception as exc:
         answer = {"untyped": type(exc).__name__, "message": str(exc)}
     answer["took_s"] = round(time.monotonic() - started, 3)
+    if "basis" in answer:
+        where = db.replica_position()
+        answer["at"] = {key: where[key] for key in ("litestream_txid", "reopens", "frozen", "behind", "retried")}
     print(json.dumps(answer), flush=True)
 """
 
