@@ -36,15 +36,14 @@ from fgraph.core.settings import Setting
 from fgraph.bridges.sync.adapters import ADAPTERS, nats_cluster_forget as cluster_forget, nats_subjects as subjects
 from fgraph.bridges.sync.adapters import nats_errors, nats_urls
 from fgraph.bridges.sync.adapters.nats_tls import (INSECURE_HINT, NO_TLS_HINT, check_plaintext, guarded_client,
-                                                   has_credentials, read_creds, tls_context)
+                                                   has_credentials, tls_context)
 from fgraph.bridges.sync.log import LogUnavailable, Record, SealedLine
 from fgraph.bridges.sync.quarantine import not_a_record, preview
 from fgraph.bridges.sync.signing import Seal
 
 STREAM_NAME = nats_urls.STREAM_NAME
 CALL_TIMEOUT = 5.0        # seconds one request to the server may take before it counts as unavailable
-CONNECT_TIMEOUT = 2.0
-RECONNECT_WAIT = 0.2   # seconds between two rounds of reconnection attempts
+CONNECT_TIMEOUT = nats_urls.CONNECT_TIMEOUT
 DEFAULT_ACK_WAIT = ADAPTERS["nats"].options["ack_wait"]   # the registry line states what `sync` defaults to
 DEFER_DELAY = 0.2         # seconds before a record handed back is delivered again
 STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "Nats-Expected-Last-Subject-Sequence"
@@ -52,7 +51,7 @@ KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder"
 SEAL_KEY, SEAL_SIG, SEAL_CHAIN = "Fgraph-Key", "Fgraph-Sig", "Fgraph-Chain"   # a record's seal (sync.signing)
 WRONG_LAST_SEQUENCE = 10071
 CREDENTIALS_HINT = nats_errors.CREDENTIALS_HINT
-UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
+UNREACHABLE_HINT = nats_errors.UNREACHABLE_HINT
 
 CREDS = Setting("FGRAPH_NATS_CREDS", "unset",
                 "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL")
@@ -86,21 +85,6 @@ def parse_url(url: str) -> tuple[str, str]:
     (``nats_urls``: every seed checked, a bad port or host a ``ValueTypeError``)."""
     _, servers, stream = nats_urls.parse(url)
     return nats_urls.display(servers), stream
-
-
-def _options(servers: list[str], login: Mapping[str, str], tls) -> dict:
-    options = {"servers": servers, "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
-               "max_reconnect_attempts": 1, "reconnect_time_wait": RECONNECT_WAIT, "name": "fgraph sync"}
-    if login.get("creds"):
-        from nats.aio.client import RawCredentials   # the text, read and checked here: nats-py opens no file
-        options["user_credentials"] = RawCredentials(read_creds(login["creds"]))
-    if login.get("user"):
-        options["user"], options["password"] = login["user"], login.get("password") or ""
-    if login.get("token"):
-        options["token"] = login["token"]
-    if tls is not None:
-        options["tls"] = tls
-    return options
 
 
 def _seal_headers(seal: Seal | None) -> dict:
@@ -172,8 +156,9 @@ class NatsLog:
         exception of the client becomes a typed error (``nats_errors``), an outage ``LogUnavailable``."""
         try:
             if self._stream_check is not None:
-                self._loop.run_until_complete(asyncio.wait_for(self._check_stream(*self._stream_check),
-                                                               CALL_TIMEOUT * 2))
+                check = nats_urls.check_stream(self._nats, self._nc, self._js, self.stream, self.server,
+                                               *self._stream_check)
+                self._loop.run_until_complete(asyncio.wait_for(check, CALL_TIMEOUT * 2))
                 self._stream_check = None
             return self._loop.run_until_complete(asyncio.wait_for(coro, timeout))
         except Exception as exc:
@@ -195,52 +180,14 @@ class NatsLog:
             seen.append(exc)
         self._nc = self._client()
         try:
-            await asyncio.wait_for(self._nc.connect(**_options(self.servers, self._login, self._tls), error_cb=quiet),
-                                   CONNECT_TIMEOUT * (len(self.servers) + 1))
+            options = nats_urls.options(self.servers, self._login, self._tls)
+            await asyncio.wait_for(self._nc.connect(**options, error_cb=quiet), CONNECT_TIMEOUT * (len(self.servers) + 1))
             # once connected, ride out restarts and elections, on any seed or server the cluster
             # announces: publish and consume bound the wait (their retry)
             self._nc.options["max_reconnect_attempts"] = -1
         except (errors.NoServersError, OSError, asyncio.TimeoutError) as exc:
-            refusal = self._refusal()
-            if refusal is not None:
-                raise refusal from None
-            for error in reversed(seen):
-                typed = nats_errors.translate(error, self.server, LogUnavailable)
-                if typed is not None and not isinstance(typed, LogUnavailable):   # credentials, TLS
-                    raise typed from None
-                if "authorization" in str(error).lower():
-                    raise Unsupported(f"NATS server {self.server} refused the credentials ({error})".rstrip(),
-                                      CREDENTIALS_HINT) from None
-            raise NotFound(f"NATS server {self.server} is unreachable ({type(exc).__name__})", UNREACHABLE_HINT) from None
+            raise nats_errors.connect_failure(exc, list(seen), self._refusal(), self.server, LogUnavailable) from None
         self._js = self._nc.jetstream(timeout=CALL_TIMEOUT)
-
-    async def _check_stream(self, create: bool, replicas: int, max_age: float):
-        """The stream exists (made with ``create``) and is fgraph's: its subjects are ``STREAM.>``.
-        A server that announces no JetStream is an error at once; a cluster without a leader (a
-        timeout, a 503) is an outage, waited out by the caller."""
-        nats = self._nats
-        if not (getattr(self._nc, "_server_info", None) or {}).get("jetstream", True):
-            raise NotFound(f"NATS server {self.server} has no JetStream", "start it with -js (or jetstream {} in its "
-                           "configuration)")
-        try:
-            info = await self._js.stream_info(self.stream)
-        except nats.js.errors.NotFoundError:
-            if not create:
-                raise NotFound(f"stream {self.stream!r} does not exist on {self.server}",
-                               "pass --create-stream to make it") from None
-            info = await self._js.add_stream(name=self.stream, subjects=[f"{self.stream}.>"], num_replicas=replicas,
-                                             max_age=max_age or None, storage=nats.js.api.StorageType.FILE)
-        except nats.js.errors.APIError as exc:
-            if exc.err_code == 10039:   # JetStream not enabled for the account
-                raise NotFound(f"NATS server {self.server} has no JetStream ({exc.description})",
-                               "enable JetStream for the account (jetstream in its configuration)") from None
-            raise
-        subjects = list(getattr(info.config, "subjects", None) or [])
-        if f"{self.stream}.>" not in subjects:
-            raise Conflict(f"stream {self.stream!r} on {self.server} is not fgraph's: its subjects are "
-                           f"{', '.join(subjects) or 'none'}, not {self.stream}.>",
-                           "name another stream in the URL (--create-stream makes one for fgraph); fgraph never "
-                           "publishes into another application's stream")
 
     def close(self) -> None:
         if self._nc is not None and not self._nc.is_closed:

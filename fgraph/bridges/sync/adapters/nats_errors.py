@@ -129,3 +129,18 @@ def translate(exc: BaseException, server: str, unavailable) -> FgraphError | Non
     if kind == API:
         return api_error(exc, server, unavailable)
     return Unsupported(f"the NATS client refused a request of fgraph sync ({first_line(exc)})", CLIENT_HINT)
+
+
+UNREACHABLE_HINT = "check the host and port and that the server runs with JetStream (nats-server -js)"
+
+
+def connect_failure(exc: BaseException, seen: list, refusal, server: str, unavailable) -> FgraphError:
+    """Why no server of the URL took the connection: the guard's ``refusal`` (nats_tls), refused
+    credentials or TLS among the errors the client reported (``seen``), or none answering."""
+    if refusal is not None:
+        return refusal
+    for error in reversed(seen):
+        typed = translate(error, server, unavailable)
+        if typed is not None and not isinstance(typed, unavailable):   # credentials, TLS
+            return typed
+    return NotFound(f"NATS server {server} is unreachable ({type(exc).__name__})", UNREACHABLE_HINT)

@@ -1,4 +1,5 @@
-"""The URLs of the NATS adapter: ``nats://host:4222/STREAM``, or several seed servers of one
+"""The URLs of the NATS adapter and what they name — the servers (``options``: how the client
+connects to them) and the stream (``check_stream``): ``nats://host:4222/STREAM``, or several seed servers of one
 cluster, ``nats://a:4222,b:4223/STREAM`` (``tls://`` for TLS to every seed), issue 48 item 1.
 
 A seed is ``host`` or ``host:port`` (4222 when the port is left out); a host is a name, an IPv4
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 
-from fgraph.core.errors import ValueTypeError
+from fgraph.core.errors import Conflict, NotFound, ValueTypeError
+from fgraph.bridges.sync.adapters.nats_tls import read_creds
 
 SCHEMES = ("nats", "tls")
 DEFAULT_PORT = 4222
@@ -22,6 +25,9 @@ STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 HOST_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
 URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<servers>[^/?#]*)(?P<path>/[^?#]*)?(?P<rest>[?#].*)?",
                  re.DOTALL)
+CONNECT_TIMEOUT = 2.0     # seconds to reach one server
+RECONNECT_WAIT = 0.2      # seconds between two rounds of reconnection attempts
+NO_JETSTREAM_FOR_ACCOUNT = 10039
 FORM = "write nats://host:4222/STREAM, tls://host:4222/STREAM or, for a cluster, nats://a:4222,b:4222/STREAM"
 
 
@@ -95,3 +101,47 @@ def split(server: str) -> list[str]:
     """``display``'s inverse: ``nats://a:4222,b:4223`` → each seed's URL."""
     scheme, _, rest = server.partition("://")
     return [f"{scheme}://{seed}" for seed in rest.split(",")]
+
+
+def options(servers: list[str], login: Mapping[str, str], tls) -> dict:
+    """nats-py's ``connect`` options: every seed, each tried once at the start (the caller rides out
+    what comes after: ``max_reconnect_attempts`` -1 once connected), the credentials of ``login``
+    (a creds file read and checked here, handed over as text) and the ``tls`` context."""
+    out = {"servers": servers, "connect_timeout": CONNECT_TIMEOUT, "allow_reconnect": True,
+           "max_reconnect_attempts": 1, "reconnect_time_wait": RECONNECT_WAIT, "name": "fgraph sync"}
+    if login.get("creds"):
+        from nats.aio.client import RawCredentials   # the text: nats-py opens no file itself
+        out["user_credentials"] = RawCredentials(read_creds(login["creds"]))
+    if login.get("user"):
+        out["user"], out["password"] = login["user"], login.get("password") or ""
+    if login.get("token"):
+        out["token"] = login["token"]
+    if tls is not None:
+        out["tls"] = tls
+    return out
+
+
+async def check_stream(nats, nc, js, stream: str, server: str, create: bool, replicas: int, max_age: float) -> None:
+    """The stream exists (made with ``create``) and is fgraph's: its subjects are ``STREAM.>``. A
+    server that announces no JetStream is an error at once; a cluster without a leader (a timeout,
+    a 503) raises the client's error, an outage the caller waits out (``nats_errors``)."""
+    if not (getattr(nc, "_server_info", None) or {}).get("jetstream", True):
+        raise NotFound(f"NATS server {server} has no JetStream", "start it with -js (or jetstream {} in its configuration)")
+    try:
+        info = await js.stream_info(stream)
+    except nats.js.errors.NotFoundError:
+        if not create:
+            raise NotFound(f"stream {stream!r} does not exist on {server}", "pass --create-stream to make it") from None
+        info = await js.add_stream(name=stream, subjects=[f"{stream}.>"], num_replicas=replicas,
+                                   max_age=max_age or None, storage=nats.js.api.StorageType.FILE)
+    except nats.js.errors.APIError as exc:
+        if exc.err_code == NO_JETSTREAM_FOR_ACCOUNT:
+            raise NotFound(f"NATS server {server} has no JetStream ({exc.description})",
+                           "enable JetStream for the account (jetstream in its configuration)") from None
+        raise
+    subjects = list(getattr(info.config, "subjects", None) or [])
+    if f"{stream}.>" not in subjects:
+        raise Conflict(f"stream {stream!r} on {server} is not fgraph's: its subjects are "
+                       f"{', '.join(subjects) or 'none'}, not {stream}.>",
+                       "name another stream in the URL (--create-stream makes one for fgraph); fgraph never "
+                       "publishes into another application's stream")
