@@ -239,3 +239,27 @@ def test_on_a_three_node_cluster_the_newest_event_is_excised_and_publishing_goes
             assert b"after both" in syncing_cli("tail", "--db", target, cwd=tmp_path).stdout
     finally:
         cluster.stop()
+
+
+def test_a_record_another_handle_already_appended_is_a_duplicate_not_a_conflict(log_url):
+    """JetStream checks a record's expected sequence before its message id (nats-server's order on
+    one server), so a record that another run of the same store's publisher appended meanwhile — the
+    excision event ``excise --reach`` publishes while a ``sync --follow`` publisher of the store
+    publishes it too, or an append whose answer was lost and that landed after all — came back as
+    "moved under this publisher". It is the duplicate it is, on every adapter; a record of the store
+    that this one does not follow is still a ``Conflict``."""
+    from fgraph.core.errors import Conflict
+    store = uuid.uuid4().hex
+    one, two = adapters.open_log(log_url), adapters.open_log(log_url)
+    try:
+        first, second, third = (str(uuid.uuid4()) for _ in range(3))
+        assert one.append(store, "a.db", json.dumps({"n": 1}), first, None) is True     # `one` expects it last
+        assert two.append(store, "a.db", json.dumps({"n": 2}), second, first) is True  # the other run went on
+        assert one.append(store, "a.db", json.dumps({"n": 2}), second, first) is False  # the same record: a duplicate
+        assert one.append(store, "a.db", json.dumps({"n": 3}), third, second) is True   # and `one` goes on after it
+        with pytest.raises(Conflict, match="moved under this publisher"):
+            two.append(store, "a.db", json.dumps({"n": 9}), str(uuid.uuid4()), second)  # after `third`: another order
+        assert one.last(store) == third
+    finally:
+        one.close()
+        two.close()

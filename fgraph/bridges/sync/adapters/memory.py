@@ -191,9 +191,11 @@ class MemoryLog:
         if store not in self._seq:
             self.last(store)
         with self._stream.changed:
-            if event in self._stream.ids:
-                return False
             last = self._stream.last_on((store,))
+            if event in self._stream.ids:
+                if last is not None and last.msg_id == event:   # another handle put it last: expect it next
+                    self._seq[store] = last.seq
+                return False
             since = [m for m in self._stream.messages.values() if m.subject == (store,) and m.seq > self._seq[store]]
             if since and not any(m.of_store(store) for m in since):
                 self._seq[store] = since[-1].seq

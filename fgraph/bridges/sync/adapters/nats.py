@@ -255,10 +255,14 @@ class NatsLog:
                 if after is not None:      # only foreign messages came: append after them
                     self._seq[store] = after
                     continue
+                if self._caught_up(store, event):   # it is there already: the duplicate it is (issue 48 item 2)
+                    return False
                 raise Conflict(f"the subject of store {store} ({source!r}) in {self.name!r} moved under this publisher",
                                "another `fgraph sync` publishes the same store; run one per store") from None
             if not ack.duplicate:
                 self._seq[store] = ack.seq
+            elif ack.seq > self._seq[store]:        # appended after what this handle expected: by another run
+                self._caught_up(store, event)
             return not ack.duplicate
         raise Conflict(f"foreign messages keep arriving on the subject of store {store} ({self._subject(store)}) in "
                        f"{self.name!r}", "stop the application that publishes there: a store's subject is for "
@@ -407,6 +411,17 @@ class NatsLog:
         deleted = self._run(go(), CALL_TIMEOUT * 12 + cluster_forget.SETTLE_WAIT * 2)
         self.last(store)   # the subject may now end earlier: the next append expects what the server holds
         return deleted
+
+    def _caught_up(self, store: str, event: str) -> bool:
+        """Whether ``event`` is ``store``'s last record, put there by another run of its publisher (or
+        an attempt whose answer was lost); the next append then expects it. JetStream checks the
+        expected sequence before the message id, so such a record came back as "moved under this
+        publisher". Otherwise the expectation stays: a record of another order is still a Conflict."""
+        before = self._seq[store]
+        if self.last(store) == event:
+            return True
+        self._seq[store] = before
+        return False
 
     def erase_report(self) -> dict:
         """What the last ``erase`` did about the broker's other copies (its raft logs), for the report."""
