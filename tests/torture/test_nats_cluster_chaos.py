@@ -4,7 +4,8 @@ its ``fgraph sync --follow`` publisher and two centrals each have a ``--follow``
 given every node as a seed (in its own order). Cycle after cycle, at moments set by the traffic
 (the stream having grown by a random number of messages), in a random order: the stream's leader
 is SIGKILLed and restarted once another node leads, a follower likewise, one publisher and one
-consumer are SIGKILLed. Nothing restarts a sync process that ended by itself — the test fails
+consumer are SIGKILLed, each on its own or while the leader (before another is elected) or a
+follower is down, so its next run starts in that window. Nothing restarts a sync process that ended by itself — the test fails
 if one does; the test runs again only the one it killed (the restart of a node is the engine's).
 At the end every central holds every event of every store exactly once, in each store's order,
 both centrals have the same content digest, the stream holds each event once, and doctor is ok."""
@@ -90,11 +91,21 @@ def test_a_cluster_under_chaos_with_no_supervisor_loses_and_doubles_nothing(tmp_
                 start = chaos.messages(cluster, STREAM)
             wait_for(grown, WAIT, f"the stream to grow by {grow} messages before {what}")
 
-        def kill_node(role: str) -> None:
+        def kill_sync(kind: str, when: str) -> None:
+            victim = random.choice([k for k in sorted(fleet) if k.startswith(kind)])
+            fleet[victim].kill_and_rerun()
+            counts[f"{kind}_killed" + ("" if when == "alone" else f"_with_{when}_down")] += 1
+
+        def kill_node(role: str, riders: list[str]) -> None:
+            """SIGKILL the stream's leader or a follower; the sync processes of ``riders`` are killed
+            and run again while it is down (for the leader: before another node leads, so they start
+            in the window with no leader); the node is restarted later, once the stream has grown."""
             leader = cluster.wait_for_stream_leader(STREAM, WAIT)
             victim = leader if role == "leader" else random.choice(cluster.others(leader))
             cluster.kill(victim)
             counts[f"{role}_killed"] += 1
+            for kind in riders:
+                kill_sync(kind, role)
             if role == "leader":
                 cluster.wait_for_stream_leader(STREAM, WAIT, not_on=victim)
             moment(f"restarting the killed {role}")
@@ -102,16 +113,16 @@ def test_a_cluster_under_chaos_with_no_supervisor_loses_and_doubles_nothing(tmp_
             chaos.wait_healthy(cluster, STREAM, WAIT)
 
         for cycle in range(size(3, 24)):
-            actions = ["leader", "follower", "publisher", "consumer"]
+            # each sync kill happens on its own or while the leader or a follower is down
+            when = {kind: random.choice(("alone", "leader", "follower")) for kind in ("publisher", "consumer")}
+            actions = ["leader", "follower", *[kind for kind in when if when[kind] == "alone"]]
             random.shuffle(actions)
             for action in actions:
                 moment(f"cycle {cycle}'s {action} kill")
                 if action in ("leader", "follower"):
-                    kill_node(action)
+                    kill_node(action, [kind for kind in when if when[kind] == action])
                 else:
-                    victim = random.choice([k for k in sorted(fleet) if k.startswith(action)])
-                    fleet[victim].kill_and_rerun()
-                    counts[f"{action}_killed"] += 1
+                    kill_sync(action, "alone")
             everyone_alive()
             counts["cycles"] += 1
 
