@@ -150,32 +150,43 @@ class Terminal(io.StringIO):
         return True
 
 
+class Unavailable:
+    """A log that cannot answer its first ``failures`` calls (a cluster electing a leader), then holds nothing."""
+
+    name = stream = "stub://cluster"
+
+    def __init__(self, failures: int, message: str):
+        self.failures, self.message = failures, message
+
+    def last(self, store):
+        from fgraph.bridges.sync.log import LogUnavailable
+        if self.failures:
+            self.failures -= 1
+            raise LogUnavailable(self.message, "check the servers")
+        return None
+
+
 @pytest.mark.parametrize("tty", [True, False], ids=["terminal", "pipe"])
-def test_a_wait_shows_a_line_on_a_terminal_only_and_the_bound_is_a_typed_error(monkeypatch, tty):
+def test_a_wait_shows_a_line_on_a_terminal_only_and_the_bound_is_a_typed_error(tmp_path, monkeypatch, tty):
+    import fgraph
     from fgraph.bridges.sync import log as sync_log
     from fgraph.bridges.sync.log import LogUnavailable
+    source = str(tmp_path / "a.db")
+    fgraph.connect(source).close()
     stderr = Terminal() if tty else io.StringIO()
     monkeypatch.setattr("sys.stderr", stderr)
-    failures = iter([LogUnavailable("JetStream on nats://n:4222 cannot answer now (no leader)", "wait"), None])
-
-    def flaky():
-        error = next(failures)
-        if error is not None:
-            raise error
-        return "done"
-    assert sync_log._retrying(flaky, 5, lambda: False) == "done"
+    flaky = Unavailable(1, "JetStream on nats://n:4222 cannot answer now (no leader)")
+    assert sync_log.publish([source], flaky, retry=5)["events"] == 0
     written = stderr.getvalue()
     if tty:
         assert "waiting for the log (0 s of 5 s): JetStream on nats://n:4222 cannot answer now" in written
         assert written.endswith("\r\x1b[K")      # erased once the call went through
     else:
         assert written == ""
-
-    def down():
-        raise LogUnavailable("NATS server nats://n:4222 is unavailable (NoStreamResponseError)", "check the servers")
+    down = Unavailable(10**9, "NATS server nats://n:4222 is unavailable (NoStreamResponseError)")
     started = time.monotonic()
     with pytest.raises(LogUnavailable) as error:
-        sync_log._retrying(down, 0.5, lambda: False)
+        sync_log.publish([source], down, retry=0.5)
     assert 0.5 <= time.monotonic() - started < 5
     assert re.match(r"gave up after waiting \d+ s \(the retry bound, 0\.5 s\) for the log: NATS server nats://n:4222 "
                     r"is unavailable \(NoStreamResponseError\)$", error.value.message)

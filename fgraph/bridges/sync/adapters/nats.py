@@ -26,17 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 
-from collections.abc import Mapping
-
-from fgraph.core import settings
 from fgraph.core.errors import Conflict, FgraphError, NotFound, Unsupported
-from fgraph.core.settings import Setting
 from fgraph.bridges.sync.adapters import ADAPTERS, nats_cluster_forget as cluster_forget, nats_subjects as subjects
 from fgraph.bridges.sync.adapters import nats_errors, nats_urls
-from fgraph.bridges.sync.adapters.nats_tls import (INSECURE_HINT, NO_TLS_HINT, check_plaintext, guarded_client,
-                                                   has_credentials, tls_context)
+from fgraph.bridges.sync.adapters.nats_tls import (CA, CREDS, PASSWORD, SETTINGS, TOKEN, USER, auth,  # noqa: F401
+                                                   check_plaintext, guarded_client, has_credentials, tls_context)
 from fgraph.bridges.sync.log import LogUnavailable, Record, SealedLine
 from fgraph.bridges.sync.quarantine import not_a_record, preview
 from fgraph.bridges.sync.signing import Seal
@@ -52,21 +49,6 @@ SEAL_KEY, SEAL_SIG, SEAL_CHAIN = "Fgraph-Key", "Fgraph-Sig", "Fgraph-Chain"   # 
 WRONG_LAST_SEQUENCE = 10071
 CREDENTIALS_HINT = nats_errors.CREDENTIALS_HINT
 UNREACHABLE_HINT = nats_errors.UNREACHABLE_HINT
-
-CREDS = Setting("FGRAPH_NATS_CREDS", "unset",
-                "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL")
-USER = Setting("FGRAPH_NATS_USER", "unset", "NATS user name for `fgraph sync`; the password is `FGRAPH_NATS_PASSWORD`")
-PASSWORD = Setting("FGRAPH_NATS_PASSWORD", "unset", "NATS password of `FGRAPH_NATS_USER`")
-TOKEN = Setting("FGRAPH_NATS_TOKEN", "unset", "NATS authentication token for `fgraph sync`")
-CA = Setting("FGRAPH_NATS_CA", "the system's CAs", "CA bundle (PEM) that a `tls://` NATS server's certificate must chain to")
-SETTINGS = (CREDS, USER, PASSWORD, TOKEN, CA)
-
-
-def auth(environ: Mapping[str, str] | None = None) -> dict:
-    """How ``fgraph sync`` authenticates to NATS: only from the environment, never the command line."""
-    keys = {"creds": CREDS, "user": USER, "password": PASSWORD, "token": TOKEN, "ca": CA}
-    return {key: value for key, row in keys.items() if (value := settings.read(row, environ))}
-
 
 def _nats():
     try:
@@ -125,17 +107,14 @@ class NatsLog:
         self._stream_check: tuple | None = None   # the stream's check, until JetStream could answer it
         try:
             self._run(self._connect(), CONNECT_TIMEOUT * (len(self.servers) + 2))
+            self._stream_check = (create, replicas, max_age)
+            # the stream is checked now; without a JetStream leader, again at the first call, which
+            # publish and consume retry for their bound
+            with contextlib.suppress(LogUnavailable):
+                self._run(asyncio.sleep(0))
         except LogUnavailable:
             self.close()
             raise NotFound(f"NATS server {self.server} is unreachable", UNREACHABLE_HINT) from None
-        except BaseException:
-            self.close()
-            raise
-        self._stream_check = (create, replicas, max_age)
-        try:
-            self._run(asyncio.sleep(0))   # checks the stream now; without a JetStream leader, at the first call
-        except LogUnavailable:   # no leader yet: publish and consume retry that call for their bound
-            pass
         except BaseException:
             self.close()
             raise
@@ -143,13 +122,7 @@ class NatsLog:
     # -- plumbing (errors: nats_errors; URLs: nats_urls; TLS and credentials: nats_tls)
     def _refusal(self) -> Unsupported | None:
         """The error for the last server the guard refused (``nats_tls.guarded_client``), None when none was."""
-        refused = [e for e in self._seen if isinstance(e, self._refused)]
-        if not refused:
-            return None
-        reason = refused[-1].reason
-        if "TLS" in reason:
-            return Unsupported(f"TLS with NATS server {self.server} failed ({reason})", NO_TLS_HINT)
-        return Unsupported(f"NATS server {self.server}: {reason}, so nothing was sent", INSECURE_HINT)
+        return nats_errors.guard_refusal([e for e in self._seen if isinstance(e, self._refused)], self.server)
 
     def _run(self, coro, timeout: float = CALL_TIMEOUT):
         """Run ``coro`` (after the stream's check, while that waits for a JetStream leader); every

@@ -22,6 +22,11 @@ import ssl
 
 from fgraph.core.errors import Conflict, FgraphError, NotFound, TooLarge, Unsupported
 
+INSECURE_HINT = ("use a tls:// URL to a server that offers TLS, or, only on a network path you trust, "
+                 "pass --insecure-plaintext-credentials")
+NO_TLS_HINT = ("nothing was sent to it: check that the server runs with TLS (tls {} in its configuration) and that "
+               "nothing between rewrites what it announces; a tls:// URL never falls back to plain text")
+
 OUTAGE = "outage"              # wait, bounded: the server, the cluster or the connection will come back
 CREDENTIALS = "credentials"    # the server refused who we are
 TLS = "tls"                    # TLS could not be set up as asked
@@ -144,3 +149,13 @@ def connect_failure(exc: BaseException, seen: list, refusal, server: str, unavai
         if typed is not None and not isinstance(typed, unavailable):   # credentials, TLS
             return typed
     return NotFound(f"NATS server {server} is unreachable ({type(exc).__name__})", UNREACHABLE_HINT)
+
+
+def guard_refusal(refused: list, server: str) -> Unsupported | None:
+    """The error for the last server the TLS and credentials guard refused (``nats_tls``), None when none was."""
+    if not refused:
+        return None
+    reason = refused[-1].reason
+    if "TLS" in reason:
+        return Unsupported(f"TLS with NATS server {server} failed ({reason})", NO_TLS_HINT)
+    return Unsupported(f"NATS server {server}: {reason}, so nothing was sent", INSECURE_HINT)

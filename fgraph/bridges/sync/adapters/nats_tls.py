@@ -20,13 +20,25 @@ import ssl
 import urllib.parse
 from collections.abc import Mapping
 
+from fgraph.core import settings
 from fgraph.core.errors import FormatError, NotFound, Unsupported
 from fgraph.core.files import open_regular_input
+from fgraph.core.settings import Setting
+from fgraph.bridges.sync.adapters.nats_errors import INSECURE_HINT   # the hints' home: the errors' module
 
-INSECURE_HINT = ("use a tls:// URL to a server that offers TLS, or, only on a network path you trust, "
-                 "pass --insecure-plaintext-credentials")
-NO_TLS_HINT = ("nothing was sent to it: check that the server runs with TLS (tls {} in its configuration) and that "
-               "nothing between rewrites what it announces; a tls:// URL never falls back to plain text")
+CREDS = Setting("FGRAPH_NATS_CREDS", "unset",
+                "NATS credentials file (JWT and seed) for `fgraph sync` with a `nats://` or `tls://` URL")
+USER = Setting("FGRAPH_NATS_USER", "unset", "NATS user name for `fgraph sync`; the password is `FGRAPH_NATS_PASSWORD`")
+PASSWORD = Setting("FGRAPH_NATS_PASSWORD", "unset", "NATS password of `FGRAPH_NATS_USER`")
+TOKEN = Setting("FGRAPH_NATS_TOKEN", "unset", "NATS authentication token for `fgraph sync`")
+CA = Setting("FGRAPH_NATS_CA", "the system's CAs", "CA bundle (PEM) that a `tls://` NATS server's certificate must chain to")
+SETTINGS = (CREDS, USER, PASSWORD, TOKEN, CA)   # the NATS adapter's (nats.py re-exports them for the registry)
+
+
+def auth(environ: Mapping[str, str] | None = None) -> dict:
+    """How ``fgraph sync`` authenticates to NATS: only from the environment, never the command line."""
+    keys = {"creds": CREDS, "user": USER, "password": PASSWORD, "token": TOKEN, "ca": CA}
+    return {key: value for key, row in keys.items() if (value := settings.read(row, environ))}
 
 
 def is_loopback(host: str) -> bool:
