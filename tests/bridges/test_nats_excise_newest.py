@@ -263,3 +263,29 @@ def test_a_record_another_handle_already_appended_is_a_duplicate_not_a_conflict(
     finally:
         one.close()
         two.close()
+
+
+@needs_server
+def test_an_erase_that_meets_a_record_another_run_deleted_goes_on(tmp_path, server, monkeypatch):
+    """Two runs of one store's publisher (``excise --reach`` and a ``sync --follow``) erase the same
+    records: the one whose delete comes second met "sequence N not found" (400, 10043) and stopped
+    with a typed error after the local excision. A record gone already is what the erase wanted."""
+    pytest.importorskip("nats", reason="no nats-py (pip install 'fgraph[nats]')")
+    from fgraph.bridges.sync.adapters import nats as nats_adapter
+    url = nats_stream(server, "EV")
+    store = uuid.uuid4().hex
+    with adapters.open_log(url) as log:
+        first, second = str(uuid.uuid4()), str(uuid.uuid4())
+        log.append(store, "a.db", json.dumps({"n": 1}), first, None)
+        log.append(store, "a.db", json.dumps({"n": 2}), second, first)
+        real = nats_adapter.cluster_forget.prepare
+
+        async def the_other_run_deletes_first(nc, stream, deleting, *args, **kwargs):
+            await nc.jetstream().delete_msg(stream, 2)          # `second`, the subject's last record
+            return await real(nc, stream, deleting, *args, **kwargs)
+        monkeypatch.setattr(nats_adapter.cluster_forget, "prepare", the_other_run_deletes_first)
+        assert log.erase(store, {second}) == 0                 # nothing left for this run to delete
+        monkeypatch.undo()
+        assert log.last(store) == first
+        third = str(uuid.uuid4())
+        assert log.append(store, "a.db", json.dumps({"n": 3}), third, second) is True

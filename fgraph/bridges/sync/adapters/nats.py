@@ -47,6 +47,7 @@ STORE, PREV, MSG_ID, EXPECTED = "Fgraph-Store", "Fgraph-Prev", "Nats-Msg-Id", "N
 KIND = "Fgraph-Kind"      # absent on event/1 records; "excision" or "remainder" on the records of forgetting
 SEAL_KEY, SEAL_SIG, SEAL_CHAIN = "Fgraph-Key", "Fgraph-Sig", "Fgraph-Chain"   # a record's seal (sync.signing)
 WRONG_LAST_SEQUENCE = 10071
+SEQUENCE_NOT_FOUND = 10043   # a delete of a record already deleted
 CREDENTIALS_HINT = nats_errors.CREDENTIALS_HINT
 UNREACHABLE_HINT = nats_errors.UNREACHABLE_HINT
 
@@ -371,8 +372,9 @@ class NatsLog:
             for seq in doomed:
                 try:
                     deleted += bool(await self._js.delete_msg(self.stream, seq))
-                except self._nats.js.errors.NotFoundError:
-                    pass
+                except self._nats.js.errors.APIError as exc:   # gone already: another run erased it
+                    if exc.code != 404 and exc.err_code != SEQUENCE_NOT_FOUND:
+                        raise
             try:
                 self._erase_report = await cluster_forget.finish(self._nc, plan)
             except cluster_forget.Refused as exc:
