@@ -13,10 +13,9 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from fgraph.core import connection, reads, settings, timespec, transact as _transact, txn as _txn
+from fgraph.core import connection, reads, replica_follow, settings, timespec, transact as _transact, txn as _txn
 from fgraph.core.canonical import loads
 from fgraph.core.checks import strict_int
-from fgraph.core.replica import is_replica
 from fgraph.core.session import WriteSession
 from fgraph.core.errors import ReadOnly, Unsupported
 from fgraph.core.identity import event_factory_from_env, make_clock, read_clock
@@ -45,14 +44,11 @@ def connect(path: PathArg = settings.LEGACY_DB_PATH, *, clock: Clock | int | Non
     """Open (and, when writable and new, create) a database; the default path is the published
     library's (the CLI's differs, docs/settings.md)."""
     strict_int(query_budget, "query_budget={value!r} is invalid", "pass a positive integer work budget", low=1)
-    clock_fn = make_clock(clock)
-    if read_only and isinstance(path, str) and is_replica(path):  # a follower bounds and renews its reads
-        from fgraph.replica_db import connect_replica
-        return connect_replica(path, clock=clock_fn, event_factory=event_factory or event_factory_from_env(),
-                               query_budget=query_budget)
+    clock_fn, events = make_clock(clock), event_factory or event_factory_from_env()
+    if read_only and replica_follow.is_replica(path):  # each read through a follower (docs/replication.md)
+        return replica_follow.following(str(path), Db, clock=clock_fn, event_factory=events, query_budget=query_budget)
     conn = connection.open_connection(path, read_only, genesis_clock=clock_fn)
-    return Db(conn, str(path), clock=clock_fn, read_only=read_only,
-              event_factory=event_factory or event_factory_from_env(), query_budget=query_budget)
+    return Db(conn, str(path), clock=clock_fn, read_only=read_only, event_factory=events, query_budget=query_budget)
 
 
 class Db:

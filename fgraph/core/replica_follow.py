@@ -25,12 +25,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
-from fgraph.core import replica, settings
+from fgraph.core import connection, replica, settings
 from fgraph.core.errors import FgraphError, FormatError, NotFound
+from fgraph.core.replica import is_replica
+
+__all__ = ["GUARDED", "UNGUARDED", "Follower", "FollowingDb", "following", "is_replica"]
 
 if TYPE_CHECKING:
     from fgraph.core.types import JSONObject
@@ -220,3 +223,72 @@ def _detail(exc: BaseException | None) -> str:
     if isinstance(exc, FgraphError):
         return exc.message[:200]
     return (str(exc) or type(exc).__name__)[:200]
+
+
+# Db's methods that read and return a finished answer: each runs whole inside the follower, so a retry
+# re-runs the method on a fresh connection, never half of it. tests/core/test_replica_follow.py checks
+# that every public name of Db is in GUARDED or UNGUARDED.
+GUARDED = frozenset((
+    "excision_record", "redacted_remainder", "holds_event", "stand_ins", "event_records", "info", "stats", "entity",
+    "q", "explain", "datoms", "search", "context", "schema", "attributes", "schema_manifest", "check_schema_manifest",
+    "validate", "pull", "incoming", "about", "history", "why", "diff", "changes", "receipt", "resolve_time", "resolve",
+    "latest_tx", "doctor", "diagnose", "logical_digest", "content_digest"))
+# Writes (refused on a replica before they read), the clock, lifecycle, attributes, and the streams that
+# yield as they read (not bounded: docs/replication.md).
+UNGUARDED = frozenset((
+    "transact", "add", "undo", "retract", "declare", "declare_shape", "apply_schema_manifest", "speculate", "excise",
+    "carry_out_excision", "apply", "apply_summary", "restore", "backup", "close", "at", "now", "iter_events",
+    "iter_tx_events", "follow_lines", "follow", "iter_snapshot", "snapshot", "connection", "query_budget", "path",
+    "read_only", "basis"))
+
+
+def following(path: str, make: Callable[..., Any], **options: Any) -> Any:
+    """The library's Db of a ``litestream:URL`` replica (``make(connection, path, read_only=True, **options)``,
+    the Db class), each of its reads through a Follower. Typed Any: it stands for a Db, read by read."""
+    follower = Follower(path, lambda name: connection.open_replica(name, True))
+    return FollowingDb(follower, make(follower.connection, path, read_only=True, **options), owns=True)
+
+
+class FollowingDb:
+    """A Db (or a view from ``at()``) whose reads each run inside the follower, on its current connection;
+    everything else is the Db's own."""
+
+    def __init__(self, follower: Follower, db: Any, *, owns: bool) -> None:
+        self.follower, self._db, self._owns = follower, db, owns
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._db, name)
+        if name not in GUARDED:
+            return value
+        db, follower = self._db, self.follower
+
+        def read(*args: Any, **kwargs: Any) -> Any:
+            def on_current() -> Any:
+                db.connection = follower.connection  # the follower's connection of this read
+                return value(*args, **kwargs)
+            return follower.call(on_current)
+        return read
+
+    def at(self, value: Any) -> FollowingDb:
+        """A view at ``value`` whose reads go through the same follower."""
+        def view() -> Any:
+            self._db.connection = self.follower.connection
+            return self._db.at(value)
+        return FollowingDb(self.follower, self.follower.call(view), owns=False)
+
+    def replica_position(self) -> JSONObject:
+        """Litestream's position and the follower's counts (reads, reopens, frozen, behind, retried, timeouts)."""
+        return self.follower.position()
+
+    def close(self) -> None:
+        if self._owns:
+            self.follower.close()
+
+    def __enter__(self) -> FollowingDb:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<fgraph Db of the Litestream replica {self.follower.path!r}>"

@@ -36,7 +36,6 @@ import fgraph
 from fgraph.core import replica_follow
 from fgraph.core.errors import FormatError, NotFound
 from fgraph.db import Db
-from fgraph.replica_db import GUARDED, UNGUARDED
 from tests.support import replicas
 from tests.support.torture import FULL, size
 
@@ -179,7 +178,7 @@ def test_fresh_connections_that_stay_behind_are_a_typed_error(monkeypatch):
 
 def test_every_public_method_of_db_is_either_bounded_or_known_not_to_be():
     public = {name for name in dir(Db) if not name.startswith("_")}
-    assert public - set(GUARDED) - set(UNGUARDED) == set(), "classify the new Db method in fgraph/replica_db.py"
+    assert public - set(replica_follow.GUARDED) - set(replica_follow.UNGUARDED) == set(), "classify the new Db method in fgraph/core/replica_follow.py"
 
 
 # ------------------------------------------------------------------ live: subprocesses
@@ -292,7 +291,9 @@ def test_readers_held_across_compactions_answer_the_primary_at_their_basis_or_a_
         errors: dict[str, int] = {}
         advanced = {id(reader): (time.monotonic(), -1) for reader in readers}
         worst = 0.0
-        while time.monotonic() - started < hold_s or len(replicas.compaction_files(directory) - before) < 3:
+        seen: set[str] = set()
+        while time.monotonic() - started < hold_s or len(seen - before) < 3:
+            seen |= replicas.compaction_files(directory)
             assert time.monotonic() - started < hold_s + 120, "Litestream did not compact 3 times"
             assert writer.poll() is None, writer.stderr.read()
             for reader in readers:
@@ -316,7 +317,7 @@ def test_readers_held_across_compactions_answer_the_primary_at_their_basis_or_a_
                     worst = max(worst, now - since)
                     assert now - since < BOUND_S, f"a reader stood at tx {basis} for {now - since:.1f} s"
             time.sleep(0.2)
-        compactions = len(replicas.compaction_files(directory) - before)
+        compactions = len(seen - before)
         positions = [reader.ask("position", 60) for reader in readers]
     finally:
         stop_file.touch()
@@ -328,8 +329,8 @@ def test_readers_held_across_compactions_answer_the_primary_at_their_basis_or_a_
         assert all(line.startswith("{") for line in reader.stdout), "a line on stdout that is not the reader's"
     assert typed <= reads // 10, f"{typed} typed errors in {reads} reads: {errors}"
     total = {key: sum(position[key] for position in positions) for key in ("reopens", "frozen", "retried", "timeouts")}
-    print(f"\nreplica followers: {len(readers)} readers, {time.monotonic() - started:.0f} s, {compactions} compaction "
-          f"files, {reads} reads, {typed} typed errors {errors}, reopens {total['reopens']} (frozen {total['frozen']}, "
+    print(f"\nreplica followers: {len(readers)} readers, {time.monotonic() - started:.0f} s, {compactions} compactions "
+          f"(LTX files written to levels 1-9), {reads} reads, {typed} typed errors {errors}, reopens {total['reopens']} (frozen {total['frozen']}, "
           f"retried {total['retried']}, timeouts {total['timeouts']}), longest standstill {worst:.1f} s "
           f"(bound {BOUND_S:g} s){' [full]' if FULL else ''}")
 
@@ -407,6 +408,10 @@ def test_a_read_through_a_storage_outage_ends_typed_within_its_deadline(tmp_path
             assert "untyped" not in answer, answer
             assert answer["took_s"] < 3 * deadline_s + 5, answer
             answers.append(answer)
+        print(f"\nstorage outage: {len(answers)} reads in {time.monotonic() - outage:.0f} s: "
+              f"{sum('basis' in answer for answer in answers)} answered, "
+              f"{sum(answer.get('error') == 'NotFound' for answer in answers)} NotFound, "
+              f"slowest {max(answer['took_s'] for answer in answers):.1f} s (deadline {deadline_s} s)")
         assert any(answer.get("error") == "NotFound" for answer in answers), answers
         message = next(answer["message"] for answer in answers if "error" in answer)
         assert "within 5 s" in message and "storage" in message, message
@@ -416,3 +421,4 @@ def test_a_read_through_a_storage_outage_ends_typed_within_its_deadline(tmp_path
             replicas.stop(process, signal.SIGKILL)
         if reader is not None:
             reader.close()
+

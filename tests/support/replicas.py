@@ -162,7 +162,7 @@ def names_at(source: Path, basis: int) -> list[str]:
 
 
 def compaction_files(replica_dir: Path) -> set[str]:
-    """The LTX files compaction has written to levels 1 and above of a file replica so far."""
+    """The LTX files compaction has written to levels 1 and above of a file replica and not yet removed."""
     found: set[str] = set()
     for level in replica_dir.glob("ltx/*"):
         if level.name not in ("0",):
