@@ -35,7 +35,7 @@ import click
 import fgraph
 from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET, MAX_BATCH_SIZE
-from fgraph.bridges import reviewing
+from fgraph.bridges import collect
 from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
@@ -233,15 +233,29 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool, out=None) -> None
                    "(longer than the store's life: from its beginning; with --follow an integer that is no "
                    "transaction is a µs instant).")
 @click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
-@click.option("--chain", metavar="FILE", type=PATH, help="Append a BLAKE3 hash chain of the lines to FILE (verify-stream).")
+@click.option("--after", metavar="EVENT_UUID", help="Start after this event (the \"event\" of the last line "
+              "collected): local, imported, applied or redacted alike.")
+@click.option("--cursor", metavar="FILE", type=PATH, help="Resume after the event recorded in FILE, and record "
+              "there each event once its line is flushed (a missing FILE: from --since/--after).")
+@click.option("--chain", metavar="FILE", type=PATH, help="Append a BLAKE3 hash chain of the lines to FILE "
+              "(verify-stream); an existing chain resumes after its last linked line.")
+@click.option("--collected", metavar="FILE", type=PATH, help="The file the lines are appended to, checked "
+              "on start against --chain or --cursor (default: stdout when it is a file).")
 @click.pass_context
-def tail(ctx, since, follow, chain):
-    """Stream committed events as canonical NDJSON."""
-    # An integer is a local tx id as in spec 04 §4; text is a time, resolved to its transaction.
-    lines = (lambda db: db.follow_lines(since)) if follow else \
-        (lambda db: db.iter_events(db.resolve_time(since) if isinstance(since, str) else since))
-    with reviewing.chained_output(chain, sys.stdout.buffer) as out:   # stdout itself without --chain
-        _stream(ctx, lines, flush_each=follow, out=out)
+def tail(ctx, since, follow, after, cursor, chain, collected):
+    """Stream committed events as canonical NDJSON.
+
+    \b
+    Example: fgraph --db agent.db tail --follow --cursor audit.cursor >> audit.ndjson
+    """
+    if after is not None and ctx.get_parameter_source("since") != click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("give --since or --after, not both")
+    if not collect.keeps_place(after, cursor, chain, collected):
+        return _stream(ctx, lambda db: collect.lines(db, since, follow), flush_each=follow)
+    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
+    with connect(path, read_only=True, query_budget=ctx.meta.get(BUDGET_KEY, DEFAULT_QUERY_BUDGET)) as db:
+        collect.collect(db, sys.stdout.buffer, since=since, after=after, follow=follow, cursor=cursor, chain=chain,
+                        collected=collected)
 
 
 @cli.command()

@@ -62,31 +62,34 @@ class ChainWriter:
             raise Conflict(f"the chain file {path!r} is being written by another process",
                            "stop the other `fgraph tail --chain` first, or give this one its own chain") from None
         try:
-            self.number, self.last = self._resume()
+            self.number, self.previous, self.last = self._resume()
         except BaseException:
             os.close(self._fd)
             raise
         self._pending: list[bytes] = []
 
-    def _resume(self) -> tuple[int, bytes]:
+    def _resume(self) -> tuple[int, bytes, bytes]:
+        """(number, link before the last, last link) of the chain as it is on disk."""
         size = os.fstat(self._fd).st_size
         if size == 0:
-            return 0, GENESIS
-        tail = os.pread(self._fd, min(size, 256), max(0, size - 256))
+            return 0, GENESIS, GENESIS
+        tail = os.pread(self._fd, min(size, 512), max(0, size - 512))
         if not tail.endswith(b"\n"):
             raise FormatError(f"the chain file {self.path!r} ends in a partial line (a crash while it was written?)",
                               "check it with `fgraph verify-stream`, remove the partial last line, then resume")
-        last = tail[:-1].rsplit(b"\n", 1)[-1] + b"\n"
-        match = _LINK.match(last)
+        lines = [line + b"\n" for line in tail[:-1].split(b"\n")]
+        match = _LINK.match(lines[-1])
         if not match:
-            raise FormatError(f"the last line of the chain file {self.path!r} is not a link: {last[:100]!r}",
+            raise FormatError(f"the last line of the chain file {self.path!r} is not a link: {lines[-1][:100]!r}",
                               "give `--chain` a chain file written by `fgraph tail --chain`, or a new path")
-        return int(match.group(1)), bytes.fromhex(match.group(2).decode("ascii"))
+        number, last = int(match.group(1)), bytes.fromhex(match.group(2).decode("ascii"))
+        previous = GENESIS if number == 1 else _parse_link(lines[-2] if len(lines) > 1 else b"", self.path, number - 1)
+        return number, previous, last
 
     def add(self, line: bytes, before_sync=None) -> None:
         """The link of ``line`` (with its LF), buffered until ``sync``; when the buffer is full,
         ``before_sync`` (the output's flush) runs first, so no link is written before its line."""
-        self.last = link(self.last, line)
+        self.previous, self.last = self.last, link(self.last, line)
         self.number += 1
         self._pending.append(b"%d %s\n" % (self.number, self.last.hex().encode("ascii")))
         if len(self._pending) >= SYNC_EVERY:
@@ -138,6 +141,28 @@ class ChainedOutput:
     def flush(self) -> None:
         self._out.flush()
         self._chain.sync()
+
+
+def chained_end(read, size: int, previous: bytes, last: bytes, limit: int) -> tuple[int, bytes] | None:
+    """(offset just after, bytes) of the stream's line that the chain's last link covers, searched
+    backwards from the end of a stream of ``size`` bytes read by ``read(offset, length)``, within its
+    last ``limit`` bytes; None when no line there is it."""
+    window = min(size, 1 << 20)
+    while True:
+        start = size - window
+        data = read(start, window)
+        end = len(data)
+        while end > 0:
+            cut = data.rfind(b"\n", 0, end - 1) if end > 1 else -1
+            if cut < 0 and start > 0:
+                break   # the line may begin before the window: read a larger one
+            line = data[cut + 1:end]
+            if line.endswith(b"\n") and link(previous, line) == last:
+                return start + end, line
+            end = cut + 1
+        if start == 0 or window >= limit:
+            return None
+        window = min(size, window * 4, limit)
 
 
 def _open_chain(path: str):

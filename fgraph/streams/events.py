@@ -66,8 +66,10 @@ def iter_event_lines(conn, since: int = GENESIS_TX, through: int | None = None) 
             yield tx, verified_text(tx, data, event_hash, lambda tx=tx: gid_to_uuid(cat.gid_of(tx)))
 
 
-def follow_lines(conn, since: int, *, stop=None, longest: float = FOLLOW_MAX_INTERVAL) -> Iterator[tuple[int, str]]:
-    """Events after ``since`` now and as they commit, forever (or until ``stop()`` is true).
+def follow_lines(conn, since: int, *, stop=None, longest: float = FOLLOW_MAX_INTERVAL,
+                 caught_up=None) -> Iterator[tuple[int, str]]:
+    """Events after ``since`` now and as they commit, forever (or until ``stop()`` is true);
+    ``caught_up()`` runs each time the lines yielded so far were all there was (``streams.follow``).
 
     ``data_version`` changes whenever another connection commits, so an idle
     follower costs one cheap pragma per wake-up; the wake-up interval backs off
@@ -86,6 +88,8 @@ def follow_lines(conn, since: int, *, stop=None, longest: float = FOLLOW_MAX_INT
                 emitted = True
                 yield tx, line
             if emitted:
+                if caught_up is not None:
+                    caught_up()
                 interval = FOLLOW_MIN_INTERVAL
                 continue
         time.sleep(interval)
