@@ -58,6 +58,7 @@ def test_the_api_answers_are_sorted_by_status():
     assert isinstance(typed(ServiceUnavailableError(code=503, err_code=10008)), LogUnavailable)
     assert isinstance(typed(APIError(code=409, description="Leadership Change")), LogUnavailable)
     assert isinstance(typed(APIError(code=500, err_code=10005, description="no suitable peers")), LogUnavailable)
+    assert isinstance(typed(APIError(code=400, err_code=10164, description="wrong last sequence")), LogUnavailable)
     assert isinstance(typed(NotFoundError(code=404, err_code=10059)), NotFound)
     assert isinstance(typed(APIError(code=400, err_code=10058, description="stream name in use")), Conflict)
     assert typed(APIError(code=400, err_code=10071, description="wrong last sequence")) is None   # the caller's

@@ -10,7 +10,8 @@ tests/bridges/test_nats_errors.py fails on that version until the table names it
 
 The JetStream API answers by status: 503 (no leader, no quorum, JetStream starting), any 5xx and
 408/409 (a pull request cut short by a leadership change) are outages, and so is err_code 10005
-(no suitable peers for placement: a cluster still forming, or fewer nodes up than the replicas); 404 is ``NotFound``; 400
+(no suitable peers for placement: a cluster still forming, or fewer nodes up than the replicas) and
+err_code 10164 (a message of the subject still in flight on a replicated stream); 404 is ``NotFound``; 400
 and others are a ``Conflict`` with the server's description. ``err_code`` 10071 (wrong last
 sequence) is the caller's to judge (``NatsLog.append``), so ``translate`` leaves it alone.
 """
@@ -36,6 +37,11 @@ CLIENT = "client"              # the client refused a request fgraph built: a na
 HANDLED = "handled"            # handled where it can occur (ack/nak of a message acknowledged before)
 
 CALLERS_JUDGE = frozenset({10071})
+# "wrong last sequence" without a sequence (JSStreamWrongLastSequenceConstantErr): a replicated
+# stream's leader still has a message of the subject in flight — after a leadership change, the
+# one whose acknowledgement a publisher lost — so it is an outage: the publisher resumes from the
+# subject's last message and appends again (seen by tests/torture/test_nats_cluster_chaos.py)
+IN_PROCESS = 10164
 NO_PEERS = 10005   # "no suitable peers for placement": a forming cluster, or fewer nodes up than the replicas   # err_codes left to the caller (wrong last subject sequence)
 
 MEANING = {
@@ -103,6 +109,9 @@ def api_error(exc, server: str, unavailable) -> FgraphError | None:
     description = getattr(exc, "description", None) or type(exc).__name__
     if err_code in CALLERS_JUDGE:
         return None
+    if err_code == IN_PROCESS:
+        return unavailable(f"JetStream on {server} still replicates the subject's previous message ({description})",
+                           "the publisher reads where its store stands and goes on; " + WAIT_HINT)
     if err_code == NO_PEERS:
         return unavailable(f"JetStream on {server} has not enough nodes up for the stream's replicas ({description})",
                            "start the cluster's other nodes, or create the stream with fewer --replicas; " + WAIT_HINT)
