@@ -378,7 +378,7 @@ def test_mcp_on_a_replica_carries_only_json_rpc_on_stdout(file_replica, tmp_path
 def test_a_read_through_a_storage_outage_ends_typed_within_its_deadline(tmp_path):
     _require_tools(LITESTREAM, WEED)
     primary = _primary(tmp_path)
-    weed, s3 = replicas.start_weed(tmp_path, BUCKET, _env(), tmp_path / "weed.log")
+    weed, s3, ports = replicas.start_weed(tmp_path, BUCKET, _env(), tmp_path / "weed.log")
     url = f"s3://{BUCKET}/team.fgraph?endpoint=http://127.0.0.1:{s3}&force-path-style=true"
     log = tmp_path / "litestream.log"
     stop_file = tmp_path / "stop"
@@ -397,7 +397,8 @@ def test_a_read_through_a_storage_outage_ends_typed_within_its_deadline(tmp_path
                                            "50", str(stop_file)], stdout=subprocess.DEVNULL))
         reader = _Reader(name, tmp_path / "reader.log", _env(FGRAPH_REPLICA_TIMEOUT=str(deadline_s)))
         assert "ready" in reader.answer(60)
-        assert "basis" in reader.ask("read", 60)
+        before = reader.ask("read", 60)
+        assert "basis" in before, before
         replicas.stop(weed, signal.SIGKILL)
         answers = []
         outage = time.monotonic()
@@ -415,6 +416,15 @@ def test_a_read_through_a_storage_outage_ends_typed_within_its_deadline(tmp_path
         assert any(answer.get("error") == "NotFound" for answer in answers), answers
         message = next(answer["message"] for answer in answers if "error" in answer)
         assert "within 5 s" in message and "storage" in message, message
+        # the storage comes back: the same reader answers again, at a basis at least the one it had
+        weed, _, _ = replicas.start_weed(tmp_path, BUCKET, _env(), tmp_path / "weed.log", ports)
+        processes[0] = weed
+        back = time.monotonic()
+        while "basis" not in (answer := reader.ask("read", 4 * deadline_s + 10)):
+            assert answer.get("error") == "NotFound", answer
+            assert time.monotonic() - back < 60, f"the reader did not answer again: {answer}"
+        assert answer["basis"] >= before["basis"]
+        print(f"storage back: the reader answered again after {time.monotonic() - back:.1f} s")
     finally:
         stop_file.touch()
         for process in reversed(processes):

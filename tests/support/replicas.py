@@ -183,14 +183,17 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-def start_weed(directory: Path, bucket: str, env: dict, log: Path) -> tuple[subprocess.Popen, int]:
-    """SeaweedFS (``weed mini``) on loopback with one bucket; (process, S3 port) once the port answers."""
+def start_weed(directory: Path, bucket: str, env: dict, log: Path,
+               ports: list[int] | None = None) -> tuple[subprocess.Popen, int, list[int]]:
+    """SeaweedFS (``weed mini``) on loopback with one bucket, its data in ``directory/weed``; (process, S3
+    port, the ports it took: pass them again to restart it in place) once the S3 port answers."""
     import socket
     import time
     weed = Path(sys.executable).with_name("weed")
-    master, volume, filer, s3, admin, *grpc = free_ports(10)
+    ports = ports or free_ports(10)
+    master, volume, filer, s3, admin, *grpc = ports
     (directory / "weed").mkdir(exist_ok=True)
-    with open(log, "w") as out:
+    with open(log, "a") as out:
         process = subprocess.Popen(
             [str(weed), "mini", f"-dir={directory / 'weed'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
              f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}", f"-s3.port={s3}",
@@ -203,7 +206,7 @@ def start_weed(directory: Path, bucket: str, env: dict, log: Path) -> tuple[subp
         assert process.poll() is None, f"weed mini exited: {log.read_text()[-2000:]}"
         try:
             with socket.create_connection(("127.0.0.1", s3), timeout=0.5):
-                return process, s3
+                return process, s3, ports
         except OSError:
             if time.monotonic() > deadline:
                 stop(process, signal.SIGKILL)
