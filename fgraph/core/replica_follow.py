@@ -11,9 +11,9 @@ a replica goes through ``Follower.call``:
 - **a fresh connection per read** (``REUSE_S`` = 0): each read opens the replica afresh, so no
   view outlives one read; a fresh connection behind what this reader already served (Litestream
   compacting) is tried again, for ``BEHIND_S`` at most, then reported typed;
-- **deadline**: each open and read runs in a helper thread and is given up after
-  ``replica.timeout()`` seconds with ``NotFound`` (a connection stuck inside the extension is
-  abandoned, never closed);
+- **deadline**: a read, its opens, position checks and retries together are given
+  ``replica.timeout()`` seconds; each step runs in a helper thread, and at the deadline the read
+  ends with ``NotFound`` (a connection stuck inside the extension is abandoned, never closed);
 - **errors reopen**: an SQLite error (or a damaged-page ``FormatError``) from the extension is
   retried on a fresh connection, ``RETRIES`` times, then reported typed;
 - with ``REUSE_S`` > 0 a connection is reused for that long, and one whose Litestream txid has not
@@ -57,6 +57,7 @@ class Follower:
         self._conn: apsw.Connection | None = None
         self._txid: str | None = None
         self._moved = self._opened = time.monotonic()
+        self._until: float | None = None  # the deadline of the read under way
         self._high = 0  # the furthest Litestream txid served: a connection never takes the reader back
         self.counts = {"reads": 0, "reopens": 0, "frozen": 0, "behind": 0, "retried": 0, "timeouts": 0}
         self._conn = self._bounded(lambda: opener(path), "open")  # the first open's errors are the opener's
@@ -67,7 +68,7 @@ class Follower:
     @property
     def connection(self) -> apsw.Connection:
         if self._conn is None:
-            self._replace(self._fresh())
+            self._replace(*self._fresh())
         assert self._conn is not None
         return self._conn
 
@@ -90,35 +91,42 @@ class Follower:
             return read()  # a read inside a read: the outer call holds the deadline
         with self._lock:
             self.counts["reads"] += 1
-            self._follow()
-            last: BaseException | None = None
-            for attempt in range(RETRIES + 1):
-                if attempt:
-                    self.counts["retried"] += 1
-                    self._replace(self._fresh())
-                try:
-                    return self._bounded(read, "answer")
-                except apsw.Error as exc:
-                    last = exc
-                except (FormatError, UnicodeDecodeError) as exc:  # a damaged page fgraph itself noticed
-                    last = exc
-            raise FormatError(f"the Litestream replica {self.path!r} failed {RETRIES + 1} reads on fresh "
-                              f"connections ({_detail(last)})",
-                              "the litestream-vfs extension could not serve a consistent view; retry, or "
-                              "`litestream restore` the replica and read the restored file") from None
+            self._until = time.monotonic() + replica.timeout()  # one deadline for the opens, checks and retries
+            try:
+                return self._read(read)
+            finally:
+                self._until = None
+
+    def _read(self, read: Callable[[], T]) -> T:
+        self._follow()
+        last: BaseException | None = None
+        for attempt in range(RETRIES + 1):
+            if attempt:
+                self.counts["retried"] += 1
+                self._replace(*self._fresh())
+            try:
+                return self._bounded(read, "answer")
+            except apsw.Error as exc:
+                last = exc
+            except (FormatError, UnicodeDecodeError) as exc:  # a damaged page fgraph itself noticed
+                last = exc
+        raise FormatError(f"the Litestream replica {self.path!r} failed {RETRIES + 1} reads on fresh "
+                          f"connections ({_detail(last)})",
+                          "the litestream-vfs extension could not serve a consistent view; retry, or "
+                          "`litestream restore` the replica and read the restored file") from None
 
     def _follow(self) -> None:
         """Replace a connection whose Litestream position has not moved for STALL_S seconds by a fresh
         one that is ahead of it (the extension sometimes stops following at a compaction), and one
         whose position went back behind what was already served."""
         if self._conn is None or time.monotonic() - self._opened >= REUSE_S:
-            self._replace(self._fresh())
+            self._replace(*self._fresh())
             return
         txid = self._bounded(self._read_txid, "read its position")
         now = time.monotonic()
         if _number(txid) < self._high:
             self.counts["behind"] += 1
-            self._replace(self._fresh())
+            self._replace(*self._fresh())
             return
         if txid != self._txid:
             self._txid, self._moved = txid, now
@@ -131,21 +139,22 @@ class Follower:
         fresh_txid = self._bounded(lambda: _txid_of(fresh), "read its position")
         if _number(fresh_txid) > _number(txid):
             self.counts["frozen"] += 1
-            self._replace(fresh)
+            self._replace(fresh, fresh_txid)
         else:
             _close_later(fresh)
             self._moved = now
 
-    def _fresh(self) -> apsw.Connection:
+    def _fresh(self) -> tuple[apsw.Connection, str | None]:
         """A fresh connection that is not behind what this follower has served: while Litestream compacts,
         a fresh open can stand at an older transaction for a moment; it is tried again (bounded)."""
         deadline = time.monotonic() + min(replica.timeout(), BEHIND_S)
         while True:
             self.counts["reopens"] += 1
             conn = self._bounded(lambda: self._opener(self.path), "open")
-            txid = _number(self._bounded(lambda: _txid_of(conn), "read its position"))
+            where = self._bounded(lambda: _txid_of(conn), "read its position")
+            txid = _number(where)
             if txid >= self._high:
-                return conn
+                return conn, where
             self.counts["behind"] += 1
             _close_later(conn)
             if time.monotonic() >= deadline:
@@ -155,9 +164,9 @@ class Follower:
                                "open the replica afresh")
             time.sleep(0.1)
 
-    def _replace(self, conn: apsw.Connection) -> None:
+    def _replace(self, conn: apsw.Connection, txid: str | None) -> None:
         old, self._conn = self._conn, conn
-        self._txid, self._moved = _txid_of(conn), time.monotonic()
+        self._txid, self._moved = txid, time.monotonic()
         self._opened = self._moved
         self._high = max(self._high, _number(self._txid))
         if old is not None:
@@ -169,7 +178,8 @@ class Follower:
     def _bounded(self, work: Callable[[], T], what: str) -> T:
         """``work()`` in a helper thread, given up after ``replica.timeout()`` seconds: the extension
         waits inside SQLite without a bound while its storage does not answer."""
-        limit = replica.timeout()
+        total = replica.timeout()
+        limit = total if self._until is None else max(0.0, self._until - time.monotonic())
         outcome: dict[str, object] = {}
 
         def run() -> None:
@@ -185,7 +195,7 @@ class Follower:
         if worker.is_alive():
             self.counts["timeouts"] += 1
             self._conn = None  # stuck inside the extension: abandoned, never closed (closing would wait too)
-            raise NotFound(f"the Litestream replica {self.path!r} did not {what} within {limit:g} s (its storage "
+            raise NotFound(f"the Litestream replica {self.path!r} did not {what} within {total:g} s (its storage "
                            "does not answer)",
                            f"check that the storage is up and reachable, then retry; {settings.REPLICA_TIMEOUT} "
                            "sets the wait, LITESTREAM_LOG_LEVEL=DEBUG shows the VFS at work")
