@@ -237,7 +237,7 @@ class Db:
         from fgraph.streams import events as _events
         if self.basis is not None:
             raise Unsupported("cannot follow a historical view", "follow the database itself")
-        since_tx = GENESIS_TX if since is None else self.resolve_time(since)
+        since_tx = GENESIS_TX if since is None else self.resolve_time(since, since=True)
         for _, line in _events.follow_lines(self.connection, since_tx, stop=stop, longest=interval):
             yield line
 
@@ -355,7 +355,7 @@ class Db:
         one item per changed entity instead, newest source time first (``type`` keeps one type);
         ``more_hint`` words that ending for the CLI, an MCP ``tool`` or an MCP ``resource``."""
         from fgraph.query.context import changes as _context
-        low = None if since is None else self.resolve_time(since)
+        low = None if since is None else self.resolve_time(since, since=True)
         return _context.context(self._reader(), low, budget, limit=limit, entity=entity, format=format, by=by,
                                 type=type, more_hint=more_hint)
 
@@ -417,7 +417,7 @@ class Db:
     def changes(self, since: TimeArg, until: TimeArg | None = None) -> JSONObject:
         """The facts asserted and retracted after ``since`` through ``until`` (default: this view's basis)."""
         reader = self._reader()
-        return reader.diff(self._instant_of(since), reader.basis if until is None else self._instant_of(until))
+        return reader.diff(self.resolve_time(since, since=True), reader.basis if until is None else self._instant_of(until))
 
     def receipt(self, transaction: int) -> JSONObject:
         """The receipt of one transaction (spec 03 §13)."""
@@ -431,17 +431,12 @@ class Db:
         return Db(self.connection, self.path, clock=self._session.clock, read_only=True,
                   event_factory=self._session.event_factory, basis=basis, query_budget=self.query_budget)
 
-    def resolve_time(self, value: TimeArg) -> int:
-        """The last transaction at or before ``value``: a transaction id (itself), an instant in µs,
-        RFC 3339 text, or a duration before now by this database's clock (``90m``, ``24h``, ``7d``).
-        A duration reaching before the first transaction is transaction 64, the beginning (the
-        genesis view for ``at``; docs/query.md, T1); an integer or RFC 3339 time that early keeps
-        the published NotFound, naming it."""
-        if timespec.duration_us(value) is not None:
-            instant = timespec.instant_before(read_clock(self._session.clock), value)  # type: ignore[arg-type]  # text
-            return self._reader().resolve_instant(instant, f"{value} ago ({format_instant(instant)})",
-                                                  absolute=True, before_first=GENESIS_TX)
-        return self._reader().resolve_time(value, absolute=True)
+    def resolve_time(self, value: TimeArg, *, since: bool = False) -> int:
+        """The transaction a ``since`` or ``at`` value names (core/timepoints; docs/cli.md "Times"): a
+        transaction id, an event UUID, an RFC 3339 time or a duration before now by this database's
+        clock, the beginning (64) when before the first; ``since`` reads another integer as a position."""
+        now = read_clock(self._session.clock) if timespec.duration_us(value) is not None else None
+        return self._reader().resolve_time(value, absolute=True, since=since, now=now)
 
     def _instant_of(self, value: TimeArg) -> TimeArg:
         """A duration becomes its transaction here; anything else the reader resolves as before."""

@@ -9,13 +9,13 @@ from fgraph.core.limits import GENESIS_TX
 
 def start_tx(db, since, follow: bool, after: str | None = None) -> int:
     """The exclusive local tx bound of a tail: after the event ``after`` when given, else ``since``
-    (an integer is a local tx id as in spec 04 §4; text, and any value with --follow, resolves like
-    ``at``: docs/streams.md)."""
+    (an integer is a local tx id as in spec 04 §4; text, and any value with --follow, resolves as a
+    ``since``: core/timepoints, decision T2 in docs/query.md)."""
     if after is not None:
         from fgraph.streams.cursor import event_tx
         return event_tx(db.connection, after)
     if follow or isinstance(since, str):
-        return db.resolve_time(since)
+        return db.resolve_time(since, since=True)
     return since
 
 

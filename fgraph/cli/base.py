@@ -22,7 +22,7 @@ from fgraph.core.errors import FgraphError, rewrap
 from fgraph.cli.completion import PATH
 from fgraph.cli.paths import resolve_db_path
 from fgraph.core.mappings import plain
-from fgraph.core.timespec import duration_us
+from fgraph.core.timespec import EVENT_UUID, duration_us
 from fgraph.version import __version__
 
 RO, RW = "ro", "rw"
@@ -247,7 +247,8 @@ AT_HELP = ("Read as of a transaction id (an integer: the transaction, else a µs
 
 
 class TimeParam(click.ParamType):
-    """``--at``: an integer (transaction id or µs instant) or an RFC 3339 string."""
+    """``--at``, ``--since``: an integer (a transaction id; for ``--at`` also the published µs
+    instant) or text: an event UUID, an RFC 3339 time or a duration (core/timepoints resolves it)."""
 
     name = "TX"
 
@@ -263,19 +264,21 @@ class TimeParam(click.ParamType):
 
 
 class WhenParam(TimeParam):
-    """A point in time checked while parsing: an integer, an RFC 3339 time or a duration (``24h``);
-    anything else is a usage error, as a non-integer was when the argument took only integers."""
+    """A point in time checked while parsing: an integer, an event UUID, an RFC 3339 time or a
+    duration (``24h``); anything else is a usage error, as a non-integer was when the argument took
+    only integers."""
 
     name = "TX|TIME"
 
     def convert(self, value, param, ctx):
         value = super().convert(value, param, ctx)
-        if isinstance(value, str) and duration_us(value) is None:
+        if isinstance(value, str) and duration_us(value) is None and not EVENT_UUID.fullmatch(value.strip()):
             from fgraph.core.values import parse_instant  # the value codecs load hashlib: not for --help
             try:
                 parse_instant(value)
             except FgraphError:
-                self.fail(f"{value[:60]!r} is not a transaction id, an RFC 3339 time or a duration such as 24h",
+                self.fail(f"{value[:60]!r} is not a transaction id, an event UUID, an RFC 3339 time or a duration "
+                          "such as 24h",
                           param, ctx)
         return value
 

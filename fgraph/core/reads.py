@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, cast
 
 from fgraph.core.asof import visible_at
-from fgraph.core import name_lookup, values
+from fgraph.core import name_lookup, timepoints, values
 from fgraph.core.catalog import Catalog
 from fgraph.core.checks import strict_int
 from fgraph.core.errors import NotFound, QueryError, SchemaError, ValueTypeError
 from fgraph.core.genesis import A_AT, A_BY, A_IMPORTED_AT, A_MANY, A_META, A_SOURCE, A_UNIQUE
 from fgraph.core.identity import gid_to_uuid
-from fgraph.core.limits import GENESIS_TX, INSTANT_MAX, INSTANT_MIN, INT64_MAX, INT64_MIN
+from fgraph.core.limits import GENESIS_TX, INT64_MAX, INT64_MIN
 from fgraph.core.names import described, too_long
 from fgraph.core.stats import stats_at
 from fgraph.core.values import RefWire
@@ -212,45 +211,16 @@ class Reader:
         return out
 
     # -- time -----------------------------------------------------------------------
-    def resolve_time(self, value: int | str, absolute: bool = False) -> int:
-        """A transaction id, an instant in µs, or an RFC 3339 string ⇒ a transaction (09 §5).
+    def resolve_time(self, value: int | str, absolute: bool = False, *, since: bool = False,
+                     now: int | None = None) -> int:
+        """A transaction id, an event UUID, an RFC 3339 time or a duration before ``now`` ⇒ a
+        transaction (core/timepoints: one grammar for every ``since`` and ``at``); ``since`` reads an
+        integer that is no transaction as a position, else it is the published µs instant (09 §5).
 
         ``absolute`` resolves against the whole store rather than this view's basis.
         """
         cat = Catalog(self.conn, None, self.cat.cache) if absolute else self.cat
-        if isinstance(value, bool):
-            raise ValueTypeError(f"time {value!r} is not valid", "pass a transaction id, microseconds or RFC 3339")
-        if isinstance(value, int):
-            if not INT64_MIN <= value <= INT64_MAX:
-                raise ValueTypeError(f"time {value} is outside the signed 64-bit range", "pass a transaction id")
-            if value >= GENESIS_TX and cat.is_transaction(value):
-                return value
-            if not INSTANT_MIN <= value <= INSTANT_MAX:
-                raise ValueTypeError(f"{value} is neither a transaction nor an instant in the domain",
-                                     "pass a transaction id or microseconds between years 1 and 9999")
-            instant = value
-        elif isinstance(value, str):
-            if re.fullmatch(r"[0-9]+", value):
-                return self.resolve_time(int(value), absolute)
-            instant = values.parse_instant(value)
-        else:
-            raise ValueTypeError(f"time {value!r} is not valid", "pass a transaction id, microseconds or RFC 3339")
-        label = f"{value} µs ({values.format_instant(instant)})" if isinstance(value, int) else repr(value)
-        return self.resolve_instant(instant, label, absolute)
-
-    def resolve_instant(self, instant: int, label: str, absolute: bool = False, before_first: int | None = None) -> int:
-        """The last transaction at or before ``instant``; when the store holds none that early,
-        ``before_first`` if given, else NotFound naming ``label`` and the first transaction's time."""
-        cat = Catalog(self.conn, None, self.cat.cache) if absolute else self.cat
-        tx = cat.tx_for_instant(instant)
-        if tx is None and before_first is not None:
-            return before_first
-        if tx is None:
-            first = cat.tx_at(GENESIS_TX)
-            since = "" if first is None else f" (transaction {GENESIS_TX} at {values.format_instant(first)})"
-            raise NotFound(f"{label} is before the first transaction{since}",
-                           f"pass a later time, or {GENESIS_TX} for the whole history")
-        return tx
+        return timepoints.resolve(cat, value, since=since, now=now)
 
     def diff(self, since: int | str, through: int | str) -> JSONObject:
         """Facts asserted and retracted in (since, through], as seen from this view."""

@@ -3,7 +3,8 @@
 A duration is one or more ``<digits><unit>`` groups, largest unit first (``90m``, ``1h30m``,
 ``7d``, ``2w``), read as "that long before now". ``now`` is the database's clock, so
 ``FGRAPH_CLOCK`` makes the result deterministic in tests. Transaction ids and instants stay
-integers and RFC 3339 text stays text: this module only claims what neither of them can be.
+integers and RFC 3339 text stays text: this module only claims what neither of them can be, and
+names the shape of an event UUID (core/timepoints resolves every form).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fgraph.core.limits import INSTANT_MIN
 _UNIT_US = {"w": 7 * 86_400_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "m": 60_000_000,
             "s": 1_000_000}
 _DURATION = re.compile(r"(?:(\d{1,9})w)?(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?")
+EVENT_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 DURATION_HINT = "write a duration such as 90m, 24h, 7d or 1h30m (units w, d, h, m, s)"
 
 

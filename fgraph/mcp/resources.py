@@ -85,14 +85,16 @@ class Resources:
     # -- changes --------------------------------------------------------------------
     def changes(self, since=None, cursor=None) -> dict:
         raw_since = "64" if since is None else since
-        window = duration_us(raw_since) is not None  # ours: "24h" (longer than the store's life: all of it)
+        # ours besides the published decimal: an event UUID, an RFC 3339 time or a duration (core/timepoints)
+        window = not DIGITS.match(raw_since) and (duration_us(raw_since) is not None or _point(raw_since))
         if not window and (not DIGITS.match(raw_since) or int(raw_since) < GENESIS_TX or int(raw_since) >= 2 ** 63):
-            raise ValueTypeError("changes since must be a transaction at or after genesis, or a duration",
-                                 "pass since=64, a later transaction id or a duration such as 24h")
+            raise ValueTypeError("changes since must be a transaction at or after genesis, an event UUID, "
+                                 "an RFC 3339 time or a duration",
+                                 "pass since=64, a later transaction id, an event UUID, a time or a duration such as 24h")
         arguments = {"since": raw_since}
         with self.lock:
             basis = self.db.latest_tx()
-            position = self.db.resolve_time(raw_since) if window else int(raw_since)
+            position = self.db.resolve_time(raw_since, since=True) if window else int(raw_since)
             if cursor is not None:
                 basis, position = read_cursor(cursor, "changes", arguments, self.db.latest_tx())
             events, out = [], {"basis_tx": basis, "events": []}
@@ -211,6 +213,18 @@ class Resources:
 
 def _time(at: str):
     return int(at) if DIGITS.match(at) else at
+
+
+def _point(text: str) -> bool:
+    """An event UUID or an RFC 3339 time (what resolve_time reads besides integers and durations)."""
+    if UUID.match(text):
+        return True
+    from fgraph.core.values import parse_instant
+    try:
+        parse_instant(text)
+    except ValueTypeError:
+        return False
+    return True
 
 
 def _decimal(raw, what: str) -> int:

@@ -93,15 +93,24 @@ def test_times_and_durations_on_every_option_that_takes_a_transaction(store):
     assert data(store, "get", "ada", "--at", latest) == {}
 
 
-@pytest.mark.parametrize("args", [["tail", "--since", "2025-12-31T23:59:59Z"], ["diff", "1767225599000000", "0s"],
-                                  ["get", "ada", "--at", "2025-12-31T23:00:00Z"], ["history", "ada", "--at", "65"],
-                                  ["context", "--since", "2025-06-01T00:00:00Z"]])
-def test_an_instant_before_the_first_transaction_keeps_the_published_not_found(store, args):
-    # integers and RFC 3339 times are the contract's (spec 09 §5: at(65) is NotFound); durations are ours
+@pytest.mark.parametrize("args", [["diff", "1767225599000000", "0s"], ["history", "ada", "--at", "65"]])
+def test_an_integer_instant_before_the_first_transaction_keeps_the_published_not_found(store, args):
+    # an integer that is no transaction is the contract's µs instant for at and diff (spec 09 §5: at(65) is NotFound)
     code, out, err = cli(store, *args, clock=START + 10_000_000)
     assert code == 1 and out == "" and err.startswith("NotFound: ")
-    assert "is before the first transaction (transaction 64 at 2026-01-01T00:00:00.000000Z)" in err
+    assert "is before the first transaction; this store holds 5 transactions, from 64 at 2026-01-01T00:00:00.000000Z" in err
     assert "outside [64" not in err
+
+
+@pytest.mark.parametrize("args", [["tail", "--since", "2025-12-31T23:59:59Z"], ["get", "ada", "--at", "2025-12-31T23:00:00Z"],
+                                  ["context", "--since", "2025-06-01T00:00:00Z"], ["diff", "2025-01-01T00:00:00Z", "64"]])
+def test_an_rfc3339_instant_before_the_first_transaction_is_the_beginning(store, args):
+    """Decision T2 (issue 49 item 2): an RFC 3339 time before the first transaction is transaction 64
+    (for get --at the genesis view, where ada is not yet)."""
+    got = cli(store, *args, clock=START + 10_000_000)
+    beginning = [a if not a.startswith("2025") else "64" for a in args]
+    assert got == cli(store, *beginning, clock=START + 10_000_000) and "before the first transaction" not in got[2]
+    assert got[0] == (1 if args[0] == "get" else 0)
 
 
 def test_a_duration_longer_than_the_store_is_its_beginning(store):
@@ -123,7 +132,7 @@ def test_a_duration_longer_than_the_store_is_its_beginning(store):
 @pytest.mark.parametrize("args", [["diff", "yesterday", "0s"], ["diff", "1x", "0s"]])
 def test_a_time_that_is_no_time_is_a_usage_error(store, args):
     code, _, err = cli(store, *args)
-    assert code == 2 and "not a transaction id, an RFC 3339 time or a duration" in err
+    assert code == 2 and "not a transaction id, an event UUID, an RFC 3339 time or a duration" in err
 
 
 def test_integer_since_keeps_the_local_tx_meaning_of_spec_04(store):

@@ -63,8 +63,11 @@ def test_follow_resolves_start_like_a_view(store):
     stop = iter([False] * 3 + [True] * 100)
     got = list(db.follow_lines(first_tx, stop=lambda: next(stop)))
     assert len(got) == 4
+    # decision T2 (issue 49 item 2): 65 is an entity, not a transaction: after the last transaction at or below it
+    stop = iter([False] * 3 + [True] * 100)
+    assert list(db.follow_lines(65, stop=lambda: next(stop))) == list(db.iter_events(64))
     with pytest.raises(fgraph.NotFound):
-        next(db.follow_lines(65))  # 65 is an entity, not a transaction: read as an instant before genesis
+        next(db.follow_lines(63))  # below genesis: the published name
     with pytest.raises(fgraph.Unsupported):
         next(db.at(first_tx).follow_lines())
 
