@@ -143,6 +143,7 @@ def test_one_word_per_idea():
 # face command tested end to end). Every other module has tests/test_<name>.py or test_<wing>_<name>.py.
 TESTED_BY = {
     "bridges/sync/adapters/nats_subjects.py": ["test_adapters_contract.py", "test_sync_quarantine.py"],
+    "core/timepoints.py": ["test_since_grammar.py"],
     "core/selectors.py": ["test_plan.py", "test_transact.py"],
     "core/operations.py": ["test_plan.py", "test_transact.py"],
     "query/datalog/pull_syntax.py": ["test_datalog_pull.py", "test_datalog_syntax.py"],

@@ -241,9 +241,9 @@ class FiniteFloatRange(click.FloatRange):
 
 
 #: --at of every read that takes a view (get, history, q, explain, datoms)
-AT_HELP = ("Read as of a transaction id (an integer: the transaction, else a µs instant, as published), an RFC "
-           "3339 time or a duration before now (90m, 24h, 7d; one longer than the store's life reads its empty "
-           "beginning, transaction 64).")
+AT_HELP = ("Read as of a transaction id (an integer: the transaction, else a µs instant, as published), an event "
+           "UUID, an RFC 3339 time or a duration before now (90m, 24h, 7d; one before the first transaction reads "
+           "the empty beginning, transaction 64).")
 
 
 class TimeParam(click.ParamType):

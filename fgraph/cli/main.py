@@ -229,9 +229,9 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool, out=None) -> None
 @cli.command()
 @db_option
 @click.option("--since", type=TimeParam(), default=str(GENESIS_TX), show_default=True,
-              help="Exclusive lower bound: a local tx id, an RFC 3339 time or a duration such as 24h "
-                   "(longer than the store's life: from its beginning; with --follow an integer that is no "
-                   "transaction is a µs instant).")
+              help="Exclusive lower bound: a local tx id (one that is no transaction: after the last at or "
+                   "below it), an event UUID, an RFC 3339 time or a duration such as 24h (before the first "
+                   "transaction: from the beginning).")
 @click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
 @click.option("--after", metavar="EVENT_UUID", help="Start after this event (the \"event\" of the last line "
               "collected): local, imported, applied or redacted alike.")

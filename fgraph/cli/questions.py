@@ -173,8 +173,9 @@ def validate(ctx, ref):
 @cli.command()
 @common_options
 @click.option("--since", type=TimeParam(), metavar="TX|TIME",
-              help="Only changes after this transaction, RFC 3339 time or duration (24h, 7d; longer than the "
-                   "store's life: all) [default: all].")
+              help="Only changes after this transaction (one that is no transaction: after the last at or below "
+                   "it), event UUID, RFC 3339 time or duration (24h, 7d; before the first transaction: all) "
+                   "[default: all].")
 @click.option("--limit", type=int, default=CONTEXT_LIMIT, show_default=True,
               help=f"Items at most: changes, or entities with --by entity (1-{CONTEXT_MAX_LIMIT}).")
 @click.option("--budget", type=int, default=CONTEXT_BUDGET, show_default=True,

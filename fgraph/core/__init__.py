@@ -3,7 +3,7 @@
 - format and files: ``layout``, ``genesis``, ``probe``, ``connection``, ``replica``, ``replica_follow``,
   ``files``, ``sidecars``, ``docblocks``
 - values and canonical JSON: ``values``, ``canonical``, ``checks``, ``hashing``, ``mappings``, ``types``
-- names, identities and clocks: ``names``, ``identity``, ``timespec``
+- names, identities and clocks: ``names``, ``identity``, ``timespec``, ``timepoints``
 - the write path: ``session``, ``txn``, ``transact``, ``plan``, ``selectors``, ``operations``,
   ``constraints``, ``declare``, ``schema_cache``, ``replay``, ``replay_plan``, ``overlay``, ``rows``
 - reads: ``catalog``, ``reads``, ``asof``, ``name_lookup``, ``stats``, ``payload``, ``agreement``

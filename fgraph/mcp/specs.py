@@ -217,8 +217,9 @@ TOOLS: tuple[ToolSpec, ...] = (
                         "with its [Type], main text, rationale and tags; `type` keeps one type. "
                         "Example: context(by=\"entity\", type=\"decision\", since=\"24h\").",
              READ, (
-                 Param("since", ("integer", "string"), "a transaction id, RFC 3339 time or duration such as "
-                                                       "`\"24h\"` (all by default)", None),
+                 Param("since", ("integer", "string"), "a transaction id, event UUID, RFC 3339 time or duration "
+                                                       "such as `\"24h\"` (all by default; decision T2, docs/query.md)",
+                       None),
                  Param("budget", ("integer",), "characters", CONTEXT_BUDGET, CONTEXT_MIN_BUDGET, CONTEXT_MAX_BUDGET),
                  Param("limit", ("integer",), "changes", CONTEXT_LIMIT, 1, CONTEXT_MAX_LIMIT),
                  Param("entity", ("string", "integer"), "a name or id", None),
