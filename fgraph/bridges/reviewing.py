@@ -84,3 +84,10 @@ def verify_chained(src: str, chain: str, stdin: IO) -> dict:
     from fgraph.streams.chain import verify
     with open_stream(src, stdin) as handle:
         return {"stream": _name(src), **verify(handle, chain)}
+
+
+def apply_refusal(summary: dict | None = None, error=None):
+    """``apply --dry-run`` exits as ``apply`` would (issue 49 item 3): the error a real apply of the
+    stream would raise, from the dry run's summary or the error it stopped on; None when it commits."""
+    from fgraph.streams.apply import refusal
+    return refusal(summary, error)

@@ -23,6 +23,7 @@ from fgraph.bridges.add.data_source import open_data
 from fgraph.cli.base import JSON_KEY, RO, RW, print_result, open_and_call
 from fgraph.cli.progress import progress, reading
 from fgraph.core.canonical import dumps
+from fgraph.core.errors import FgraphError
 from fgraph.core.mappings import plain
 
 SPOOL_IN_MEMORY = 1 << 20
@@ -91,11 +92,18 @@ def add(ctx: click.Context, data: str, *, reports: bool, **options) -> None:
 
 
 def apply(ctx: click.Context, src: str, dry_run: bool, expect_digest: str | None = None) -> None:
+    """``apply``; with ``--dry-run`` the report, then the exit (and error) apply would give."""
     with ingest.open_stream(src, sys.stdin) as handle:
         with reading(reviewing.expecting(handle, expect_digest), "applying", items="events",
                      then="committing") as counted:
-            result = open_and_call(ctx, RW, lambda db: db.apply_summary(counted, dry_run=dry_run))
+            try:
+                result = open_and_call(ctx, RW, lambda db: db.apply_summary(counted, dry_run=dry_run))
+            except FgraphError as exc:
+                raise (reviewing.apply_refusal(error=exc) if dry_run else exc) from None
         print_result(ctx, result)
+    refused = reviewing.apply_refusal(result) if dry_run else None
+    if refused is not None:
+        raise refused
 
 
 def restore(ctx: click.Context, src: str) -> None:

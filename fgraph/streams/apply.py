@@ -202,7 +202,8 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
             except FgraphError as exc:
                 if dry is not None and not careful and isinstance(exc, Conflict):
                     raise ConflictAhead() from None
-                raise exc.at_line(number) from None
+                # a dry run past a conflict keeps it as the cause: apply would have stopped there (refusal())
+                raise exc.at_line(number) from (dry.refusal if dry is not None else None)
             summary["events"] += 1
             if report is None:
                 continue
@@ -228,6 +229,7 @@ class DryRun:
         self.conflicts: list = []
         self.disagreements: list = []
         self.conflicting = 0
+        self.refusal: Conflict | None = None   # the first conflict: what apply would raise
 
     def apply(self, session: WriteSession, number: int, record: dict) -> dict | None:
         try:
@@ -235,6 +237,8 @@ class DryRun:
                 report = apply_record(session, record)
         except Conflict as exc:
             self.conflicting += 1
+            if self.refusal is None:
+                self.refusal = exc.at_line(number)  # type: ignore[assignment]  # at_line keeps the class
             if len(self.conflicts) < DRY_RUN_LIST_CAP:
                 self.conflicts.append({"event": record["event"], "line": number, "message": str(exc)})
             return None
@@ -260,3 +264,16 @@ class DryRun:
                 "new": counts["applied"], "noop": counts["noop"],
                 "truncated": self.conflicting > len(self.conflicts) or len(self.disagreements) >= DRY_RUN_LIST_CAP}
 
+
+
+def refusal(summary: dict | None = None, error: FgraphError | None = None) -> FgraphError | None:
+    """What a real apply of the stream would raise, from a dry run's ``summary`` or the ``error`` it
+    stopped on (issue 49 item 3: ``apply --dry-run`` exits as ``apply`` would): the first refused
+    line's error, with apply's name and message; None when apply would commit."""
+    if error is not None:
+        cause = error.__cause__
+        return cause if isinstance(cause, Conflict) else error
+    if summary and summary.get("conflicting"):
+        first = summary["conflicts"][0]   # listed in line order; the first is where apply stops
+        return Conflict(f"line {first['line']}: {first['message']}")
+    return None
