@@ -8,10 +8,13 @@ per-event hashes (snapshot receipts), footer digest and counts.
 from __future__ import annotations
 
 import hashlib
+import re
 
 from fgraph.streams.apply import MAX_EVENT_BYTES, validate_record
 from fgraph.streams.lines import iter_lines
 from fgraph.core.canonical import dumps, loads
+from fgraph.core.checks import strict_int
+from fgraph.core.identity import INSTANT_MAX, INSTANT_MIN, check_event_uuid
 from fgraph.core.errors import Conflict, FgraphError, FormatError, TooLarge, ValueTypeError
 from fgraph.streams.restore.run import FOOTER_KEYS, HEADER_KEYS, MAX_LINE_BYTES, RECEIPT_KEYS
 
@@ -45,22 +48,72 @@ def verify(source) -> dict:
     return _verify_events(record, text, number, lines)
 
 
+#: event UUIDs remembered to find one repeated (about 100 bytes each): past this many, not checked
+SEEN_EVENTS = 500_000
+STUB_KEYS = frozenset({"at", "event", "event_hash", "fgraph", "redacted"})
+EXCISION_KEYS = frozenset({"asserted", "at", "created", "event", "fgraph", "redacted", "redacts", "retracted"})
+#: what an event/1 file cannot show, said in every report (decision V1 in docs/snapshot.md)
+EVENT_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+UNCHECKED = ("an event/1 line carries no hash of its own: an edit that leaves it a valid event is found only "
+             "against its hash chain (verify-stream --chain) or the store that wrote it (review)")
+
+
 def _verify_events(record, text, number, lines) -> dict:
-    count, noncanonical, first_event, last_event = 0, 0, None, None
+    count, noncanonical, stubs, first_event, last_event = 0, 0, 0, None, None
+    seen: dict[int, int] = {}   # the first SEEN_EVENTS event UUIDs (as integers) and their lines
     item = (number, record, text)
     while item is not None:
         number, record, text = item
         try:
-            validate_record(record)
+            stub = _check_event(record)
         except FgraphError as exc:
             raise exc.at_line(number) from None
+        stubs += stub
         noncanonical += dumps(record) != text.strip()
         count += 1
-        first_event = first_event or record["event"]
-        last_event = record["event"]
+        event = record["event"]
+        key = int(event.replace("-", ""), 16)
+        if key in seen:
+            raise Conflict(f"event {event} repeats line {seen[key]}",
+                           "the stream was collected twice over (a collector restarted from an earlier place: "
+                           "resume with tail --cursor, --after or --chain); keep the first").at_line(number)
+        if len(seen) < SEEN_EVENTS:
+            seen[key] = number
+        first_event = first_event or event
+        last_event = event
         item = _next(lines, MAX_EVENT_BYTES)
+    unchecked = [UNCHECKED]
+    if stubs:
+        unchecked.append(f"{stubs} redacted stubs: their event_hash names a payload the file no longer holds")
+    if count > SEEN_EVENTS:
+        unchecked.append(f"repeats among the {count - SEEN_EVENTS} events after the first {SEEN_EVENTS}")
     return {"canonical": noncanonical == 0, "events": count, "first_event": first_event, "kind": "event/1",
-            "last_event": last_event, "noncanonical_lines": noncanonical, "ok": True}
+            "last_event": last_event, "noncanonical_lines": noncanonical, "ok": True, "redacted": stubs,
+            "unchecked": unchecked}
+
+
+def _check_event(record) -> bool:
+    """An event as apply would take it (False), or what tail prints for an excision (spec 07): the
+    redacted stub of an excised event (True) or the excision event itself (False)."""
+    if isinstance(record, dict) and record.get("redacted") is True and set(record) in (STUB_KEYS, EXCISION_KEYS):
+        check_event_uuid(record["event"], "event")
+        strict_int(record["at"], "at {value!r} is not an instant", "the file is damaged", low=INSTANT_MIN,
+                   high=INSTANT_MAX)
+        if set(record) == STUB_KEYS:
+            if record["fgraph"] != "event/1" or not isinstance(record["event_hash"], str) \
+                    or not re.fullmatch(r"[0-9a-f]{64}", record["event_hash"]):
+                raise ValueTypeError("a redacted stub must be event/1 with a 64-digit hex event_hash",
+                                     "the file is damaged")
+            return True
+        redacts = record["redacts"]
+        if record["fgraph"] != "event/1" or (record["asserted"], record["created"], record["retracted"]) != ([], [], []) \
+                or not isinstance(redacts, list) or not redacts or redacts != sorted(set(redacts)) \
+                or not all(isinstance(uuid, str) and EVENT_UUID.fullmatch(uuid) for uuid in redacts):
+            raise ValueTypeError("an excision event must be event/1 with empty asserted, created and retracted "
+                                 "and redacts its sorted, unique, lowercase event UUIDs", "the file is damaged")
+        return False
+    validate_record(record)
+    return False
 
 
 def _next(lines, cap):
