@@ -116,11 +116,11 @@ def test_collector_killed_at_random_moments_resumes_exactly(mode, tmp_path):
     finally:
         kill9(collector)
         kill9(writer)
+        with writer.stderr:
+            complaints = writer.stderr.read()
     errors = b"".join(path.read_bytes() for path in tmp_path.glob("*.err"))
     counts["tracebacks"] += errors.count(b"Traceback")
     assert counts["tracebacks"] == 0, errors[-2000:]
-    with writer.stderr:
-        complaints = writer.stderr.read()
     assert writer.returncode == -signal.SIGKILL, complaints[-2000:]
     RESULTS.update({f"{mode}:{key}": value for key, value in counts.items()})
     RESULTS[f"{mode}:events"] = len(lines_of(out))
