@@ -120,6 +120,16 @@ class AddJob:
         else:
             yield from enumerate((record for _, record in _parsed_lines(self.source)), 1)
 
+    def _located_records(self) -> Iterator[tuple[str, object]]:
+        """("line N", record) with the input's physical line numbers; ("record N", record) for a job
+        made from parsed records."""
+        if self.records is not None:
+            for number, record in enumerate(self.records, 1):
+                yield f"record {number}", record
+        else:
+            for number, record in _parsed_lines(self.source):
+                yield f"line {number}", record
+
     def run(self, db):
         """A report (one document), a batch summary, or the list of every NDJSON record's report."""
         if self.batch_size is not None or self.single:
@@ -142,8 +152,11 @@ class AddJob:
             written(1)
             return report
         counts, last_tx = {"applied": 0, "noop": 0, "already_applied": 0}, None
-        for record in self.iter_records():
-            report = db.transact(record, **self.provenance)
+        for where, record in self._located_records():
+            try:
+                report = db.transact(record, **self.provenance)
+            except FgraphError as exc:
+                raise stopped_at(exc, where, sum(counts.values())) from exc
             counts[report["status"]] += 1
             last_tx = report["tx"] if report["tx"] is not None else last_tx
             if on_report is not None:
@@ -180,8 +193,16 @@ class AddJob:
             operation_id = self.operation_id
             if self.operation_id_prefix is not None:
                 operation_id = f"{self.operation_id_prefix}:{batch_count:08d}"
-            report = db.transact([record for _, record in batch], operation_id=operation_id,
-                                 if_basis_tx=self.if_basis_tx, **self.provenance)
+            try:
+                report = db.transact([record for _, record in batch], operation_id=operation_id,
+                                     if_basis_tx=self.if_basis_tx, **self.provenance)
+            except FgraphError as exc:
+                where = f"batch {batch_count + 1} (items {batch[0][0]}-{batch[-1][0]})"
+                done = "no batch before it was" if batch_count == 0 else \
+                    f"the {batch_count} batch{'es' if batch_count > 1 else ''} before it ({item_count} items) " \
+                    f"stay{'' if batch_count > 1 else 's'}"
+                raise rewrap(exc, before=f"{where}: ",
+                             after=f" ({done} committed; it and what follows were not written)") from exc
             counts[report["status"]] += 1
             last_tx = report["tx"]
             written(len(batch))
@@ -192,6 +213,16 @@ class AddJob:
 
 def _ignore(*_) -> None:
     pass
+
+
+def stopped_at(error: FgraphError, where: str, committed: int) -> FgraphError:
+    """A multi-record add stopped by ``error`` at ``where``, told how far it got (issue 49 item 3):
+    the records before it stay committed, one transaction each (09 §4.1), nothing after it is written."""
+    before = "no record before it was" if committed == 0 else \
+        f"the {committed} record{'s' if committed > 1 else ''} before it stay{'' if committed > 1 else 's'}"
+    return rewrap(error, before=f"{where}: ", after=f" ({before} committed; it and what follows were not written)",
+                  hint=f"{error.hint}; then add the input again from {where} on" if error.hint
+                  else f"fix it, then add the input again from {where} on")
 
 
 def _check_batch_items(records: Iterable, first: int = 1) -> None:
