@@ -19,6 +19,7 @@ from fgraph.core.payload import payload_bytes, verified_text
 
 FOLLOW_MIN_INTERVAL = 0.005
 FOLLOW_MAX_INTERVAL = 0.05
+FOLLOW_HOT = 1.0   # seconds at the shortest interval after the last event
 BATCH = 512
 
 
@@ -72,12 +73,15 @@ def follow_lines(conn, since: int, *, stop=None, longest: float = FOLLOW_MAX_INT
     ``caught_up()`` runs each time the lines yielded so far were all there was (``streams.follow``).
 
     ``data_version`` changes whenever another connection commits, so an idle
-    follower costs one cheap pragma per wake-up; the wake-up interval backs off
-    from 5 ms to ``longest`` (at most 50 ms) while nothing happens.
+    follower costs one cheap pragma per wake-up; the wake-up interval stays at 5 ms
+    for ``FOLLOW_HOT`` seconds after the last event (a writer committing every 50 ms
+    is seen within 5 ms, not after a backed-off wait), then backs off to ``longest``
+    (at most 50 ms) while nothing happens (benchmarks/follow.py).
     """
     longest = max(FOLLOW_MIN_INTERVAL, min(longest, FOLLOW_MAX_INTERVAL))
     interval = FOLLOW_MIN_INTERVAL
     version = None
+    active = time.monotonic()
     while stop is None or not stop():
         current = conn.execute("PRAGMA data_version").fetchone()[0]
         if current != version:
@@ -91,6 +95,8 @@ def follow_lines(conn, since: int, *, stop=None, longest: float = FOLLOW_MAX_INT
                 if caught_up is not None:
                     caught_up()
                 interval = FOLLOW_MIN_INTERVAL
+                active = time.monotonic()
                 continue
         time.sleep(interval)
-        interval = min(interval * 2, longest)
+        if time.monotonic() - active > FOLLOW_HOT:
+            interval = min(interval * 2, longest)
