@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -165,3 +168,56 @@ def test_follow_with_a_cursor_survives_kill_9(mixed, tmp_path):
     finally:
         kill9(collector)
     assert out.read_bytes() == expected(db)
+
+
+def _documented_loop() -> str:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "streams.md").read_text()
+    found = re.search(r"```sh\n(#!/bin/sh\n# collect\.sh.*?)```", text, re.S)
+    assert found, "docs/streams.md lost its collect.sh recipe"
+    return found.group(1)
+
+
+def _tail_child(loop: subprocess.Popen) -> int | None:
+    """The pid of the loop's running `fgraph … tail` (not its `sleep`)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read()
+        except OSError:
+            continue
+        if int(fields[1]) == loop.pid and b"tail\0--follow" in command:
+            return int(entry)
+    return None
+
+
+def test_the_documented_shell_loop_survives_kills_of_its_tail_and_of_itself(mixed, tmp_path):
+    db, _ = mixed
+    out = tmp_path / "audit.ndjson"
+    (tmp_path / "collect.sh").write_text(_documented_loop())
+    env = {**os.environ, "PATH": f"{os.path.dirname(FGRAPH)}:{os.environ['PATH']}", "FGRAPH_DB": str(db),
+           "AUDIT": str(out)}
+
+    def run() -> subprocess.Popen:
+        return start([tmp_path / "collect.sh"], tmp_path / "loop.out", cwd=tmp_path, env=env, executable="/bin/sh")
+
+    loop = run()
+    try:
+        assert wait_for(lambda: out.exists() and out.read_bytes() == expected(db), timeout=60)
+        assert wait_for(lambda: _tail_child(loop) is not None)
+        os.kill(_tail_child(loop), signal.SIGKILL)   # the collector dies; the loop restarts it
+        assert run_cli("add", '{"id":"dee","person/name":"Dee"}', db=db).returncode == 0
+        assert wait_for(lambda: out.read_bytes() == expected(db), timeout=60)
+    finally:
+        kill9(loop)   # the loop itself dies (a reboot): started again, it goes on
+    assert run_cli("add", '{"id":"eve","person/name":"Eve"}', db=db).returncode == 0
+    loop = run()
+    try:
+        assert wait_for(lambda: out.read_bytes() == expected(db), timeout=60)
+        assert (tmp_path / "audit.ndjson.cursor").exists()
+    finally:
+        kill9(loop)
+    assert b"Traceback" not in (tmp_path / "loop.out.err").read_bytes()
