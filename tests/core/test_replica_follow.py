@@ -37,6 +37,7 @@ from fgraph.core import replica_follow
 from fgraph.core.errors import FormatError, NotFound
 from fgraph.db import Db
 from tests.support import replicas
+from tests.support.cli import run_cli
 from tests.support.torture import FULL, size
 
 BIN = Path(sys.executable).parent
@@ -246,8 +247,8 @@ def _wait_for_replica(name: str, primary: Path, streamer: subprocess.Popen, log:
         last = db.latest_tx()
     deadline = time.monotonic() + 60
     while True:
-        proc = subprocess.run([str(replicas.FGRAPH), "--db", name, "--json", "info"], capture_output=True, text=True,
-                              env=_env(LITESTREAM_LOG_LEVEL="INFO"), timeout=60)
+        proc = run_cli("info", db=name, json=True, env=_env(LITESTREAM_LOG_LEVEL="INFO"), timeout=60,
+                       executable=str(replicas.FGRAPH))
         if proc.returncode == 0 and json.loads(proc.stdout)["latest_tx"] >= last:
             return
         assert streamer.poll() is None, f"litestream exited: {log.read_text()[-2000:]}"
@@ -337,8 +338,7 @@ def test_readers_held_across_compactions_answer_the_primary_at_their_basis_or_a_
 
 def test_json_info_on_a_replica_prints_one_document_on_stdout(file_replica):
     _, name, _ = file_replica
-    proc = subprocess.run([str(replicas.FGRAPH), "--db", name, "--json", "info"], capture_output=True, text=True,
-                          env=_env(), timeout=60)
+    proc = run_cli("info", db=name, json=True, env=_env(), timeout=60, executable=str(replicas.FGRAPH))
     assert proc.returncode == 0, proc.stderr[-1000:]
     assert json.loads(proc.stdout)["latest_tx"] > 0, proc.stdout[:500]
     assert "level=DEBUG" in proc.stderr  # the log is there, on stderr
