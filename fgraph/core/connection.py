@@ -18,7 +18,7 @@ from fgraph.core import layout, replica
 from fgraph.core.errors import FormatError, NotFound, ReadOnly, rewrap
 from fgraph.core.sidecars import refuse_sidecar_name
 from fgraph.core.limits import MEMORY
-from fgraph.core.sqlite_errors import translate
+from fgraph.core.sqlite_errors import not_writable, translate
 
 if TYPE_CHECKING:
     from fgraph.core.identity import Clock
@@ -220,6 +220,9 @@ def open_connection(path: str | os.PathLike[str], read_only: bool = False, *,
     try:
         conn = _connect_raw(path, read_only)
     except apsw.CantOpenError as exc:
+        cause = None if read_only or path == MEMORY else not_writable(path)
+        if cause is not None:   # a new file in a directory this user cannot write
+            raise cause from None
         raise FormatError(f"cannot open database {path!r}: {exc}",
                           "check that the file and its directory exist and are accessible") from None
     except apsw.Error as exc:
@@ -228,6 +231,9 @@ def open_connection(path: str | os.PathLike[str], read_only: bool = False, *,
             raise
         raise rewrap(typed, before=f"{path!r}: ") from exc
     try:
+        if not read_only and path != MEMORY and conn.readonly("main"):   # SQLite fell back to reading
+            raise not_writable(path) or ReadOnly(f"{path!r} can only be read here",
+                                                 "check its permissions and those of its directory")
         set_busy_timeout(conn)
         state = layout.classify(conn, path)
         if state == layout.FOREIGN:  # pragma: no cover - classify raises instead
@@ -248,7 +254,9 @@ def open_connection(path: str | os.PathLike[str], read_only: bool = False, *,
         return conn
     except BaseException as exc:
         conn.close()
-        typed = translate(exc, writing=not read_only)
+        typed = exc if isinstance(exc, ReadOnly) else translate(exc, writing=not read_only)
+        if isinstance(typed, ReadOnly) and path != MEMORY:   # say which of file, directory, filesystem
+            raise (not_writable(path) or rewrap(typed, before=f"{path!r}: ")) from exc
         if typed is not None:
             raise rewrap(typed, before=f"{path!r}: ") from exc
         raise

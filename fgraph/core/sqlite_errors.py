@@ -8,6 +8,8 @@ escapes elsewhere (an iterator, a close) through ``translate`` without touching 
 
 from __future__ import annotations
 
+import os
+
 import apsw
 
 from fgraph.core.errors import Conflict, FgraphError, FormatError, ReadOnly, TooLarge, damaged
@@ -56,3 +58,29 @@ def _detail(exc: BaseException) -> str:
         return "a write failed"
     return text[:200]
 
+
+
+def not_writable(path: str, *, after: str = "") -> ReadOnly | None:
+    """Why ``path`` cannot be opened for writing, as ``ReadOnly`` naming what to change (issue 49
+    item 3), or None when the file, its directory and the filesystem all let this user write: a
+    writer needs the file and, for the ``-wal`` and ``-shm`` files beside it, its directory."""
+    folder = os.path.dirname(os.path.abspath(path))
+    who = f"user {os.geteuid()}" if hasattr(os, "geteuid") else "this user"
+    try:
+        read_only_fs = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = False
+    if read_only_fs:
+        return ReadOnly(f"{path!r} is on a read-only filesystem",
+                        f"mount it read-write or copy the file elsewhere, or open it read-only (--read-only commands "
+                        f"such as get, q or tail){after}")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return ReadOnly(f"{path!r} cannot be written by {who} (file permissions or the immutable attribute)",
+                        f"make it writable (chmod u+w {path!r}, chown it to this user, or chattr -i), or only read "
+                        f"it (get, q, tail){after}")
+    if not os.access(folder, os.W_OK):
+        return ReadOnly(f"the directory {folder!r} of {path!r} cannot be written by {who}, and a writer creates "
+                        f"the database and its -wal and -shm files there",
+                        f"make the directory writable (chmod u+w {folder!r}), or put the database in a writable "
+                        f"directory{after}")
+    return None
