@@ -58,6 +58,7 @@ COMMAND_HOMES = {
     "sync": "fgraph.cli.sync",
     "excise": "fgraph.cli.forget",
     "browse": "fgraph.cli.browse",
+    "tail": "fgraph.cli.tail",
     **dict.fromkeys(("review", "render", "verify-stream"), "fgraph.cli.review"),
 }
 MAIN_MODULE = "fgraph.cli.main"

@@ -35,11 +35,9 @@ import click
 import fgraph
 from fgraph.core import settings
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET, MAX_BATCH_SIZE
-from fgraph.bridges import collect
 from fgraph.bridges.add import ingest
 from fgraph.core.canonical import dumps
 from fgraph.core.sqlite_errors import as_typed
-from fgraph.core.limits import GENESIS_TX
 from fgraph.cli.base import (AT_HELP, BUDGET_KEY, DB_KEY, JSON_KEY, connect, EXIT_ERROR, EXIT_INTERRUPT, EXIT_OK,
                              EXIT_PIPE, EXIT_USAGE, RO, RW, Escaped, parse_json_argument, resolve_loose_ref, flag_pair,
                              parse_ref, stdout_is_terminal, print_result, run_and_print, TimeParam, WhenParam,
@@ -224,38 +222,6 @@ def _stream(ctx: click.Context, lines_of, *, flush_each: bool, out=None) -> None
             if flush_each:
                 out.flush()
     out.flush()
-
-
-@cli.command()
-@db_option
-@click.option("--since", type=TimeParam(), default=str(GENESIS_TX), show_default=True,
-              help="Exclusive lower bound: a local tx id (one that is no transaction: after the last at or "
-                   "below it), an event UUID, an RFC 3339 time or a duration such as 24h (before the first "
-                   "transaction: from the beginning).")
-@click.option("--follow/--no-follow", default=False, help="Keep streaming events as they commit.")
-@click.option("--after", metavar="EVENT_UUID", help="Start after this event (the \"event\" of the last line "
-              "collected): local, imported, applied or redacted alike.")
-@click.option("--cursor", metavar="FILE", type=PATH, help="Resume after the event recorded in FILE, and record "
-              "there each event once its line is flushed (a missing FILE: from --since/--after).")
-@click.option("--chain", metavar="FILE", type=PATH, help="Append a BLAKE3 hash chain of the lines to FILE "
-              "(verify-stream); an existing chain resumes after its last linked line.")
-@click.option("--collected", metavar="FILE", type=PATH, help="The file the lines are appended to, checked "
-              "on start against --chain or --cursor (default: stdout when it is a file).")
-@click.pass_context
-def tail(ctx, since, follow, after, cursor, chain, collected):
-    """Stream committed events as canonical NDJSON.
-
-    \b
-    Example: fgraph --db agent.db tail --follow --cursor audit.cursor >> audit.ndjson
-    """
-    if after is not None and ctx.get_parameter_source("since") != click.core.ParameterSource.DEFAULT:
-        raise click.UsageError("give --since or --after, not both")
-    if not collect.keeps_place(after, cursor, chain, collected):
-        return _stream(ctx, lambda db: collect.lines(db, since, follow), flush_each=follow)
-    path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
-    with connect(path, read_only=True, query_budget=ctx.meta.get(BUDGET_KEY, DEFAULT_QUERY_BUDGET)) as db:
-        collect.collect(db, sys.stdout.buffer, since=since, after=after, follow=follow, cursor=cursor, chain=chain,
-                        collected=collected)
 
 
 @cli.command()

@@ -116,20 +116,20 @@ def _fileno(out) -> int | None:
         return None
 
 
-def settle(conn, output: Output, offset: int, after_tx: int, good: str) -> tuple[list[tuple[int, bytes]], int]:
+def settle(conn, output: Output, offset: int, since: int, good: str) -> tuple[list[tuple[int, bytes]], int]:
     """(lines adopted as (tx, bytes with LF), tx after them) for the bytes of ``output`` past
-    ``offset``, which must be the events after ``after_tx``, whole, then at most part of the next one
+    ``offset``, which must be the events after ``since``, whole, then at most part of the next one
     (cut when the output is ours). ``good`` says what ``offset`` is, for the messages."""
     size = output.size()
     if size <= offset:
-        return [], after_tx
+        return [], since
     if size - offset > SETTLE_LIMIT:
         raise TooLarge(f"{output.name()} has {size - offset} bytes after {good}, more than one run of tail leaves",
                        _cut_hint(output, offset))
     extra = output.read(offset, size - offset)
     adopted: list[tuple[int, bytes]] = []
-    position, tx = 0, after_tx
-    for tx_next, text in iter_event_lines(conn, after_tx):
+    position, tx = 0, since
+    for tx_next, text in iter_event_lines(conn, since):
         if position >= len(extra):
             break
         line = text.encode("utf-8") + b"\n"

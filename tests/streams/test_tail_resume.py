@@ -16,7 +16,8 @@ import pytest
 
 from fgraph.core.canonical import loads
 from tests.support.cli import CliResult, run_cli
-from tests.support.collectors import expected, kill9, lines_of, mixed_store, start, wait_until_lines
+from tests.support.collectors import (expected, kill9, lines_of, mixed_store, start, tail_appending,
+                                      wait_until_lines)
 from tests.support.torture import FGRAPH, wait_for
 
 
@@ -30,10 +31,8 @@ def tail(db, *args, stdout=None):
     """`fgraph --db DB tail ARGS`, its stdout captured, or appended to the file ``stdout``."""
     if stdout is None:
         return run_cli("tail", *args, db=db, text=False, timeout=60)
-    with open(stdout, "ab") as out:
-        proc = subprocess.run([FGRAPH, "--db", str(db), "tail", *map(str, args)], stdout=out, stderr=subprocess.PIPE,
-                              timeout=60)
-    return CliResult(proc.returncode, b"", proc.stderr)
+    code, err = tail_appending(db, args, stdout)
+    return CliResult(code, b"", err)
 
 
 def event(line: bytes) -> str:

@@ -58,6 +58,14 @@ def start(args, out_path, *, cwd=None, env=None, executable=FGRAPH) -> subproces
         err.close()
 
 
+def tail_appending(db, args, out_path) -> tuple[int, bytes]:
+    """``fgraph --db DB tail ARGS >> OUT`` run to its end: (exit code, stderr)."""
+    with open(out_path, "ab") as out:
+        proc = subprocess.run([FGRAPH, "--db", str(db), "tail", *map(str, args)], stdout=out, stderr=subprocess.PIPE,
+                              timeout=60)
+    return proc.returncode, proc.stderr
+
+
 def kill9(proc: subprocess.Popen) -> None:
     """SIGKILL the process group (a shell loop and its tail alike) and reap it."""
     try:
