@@ -357,7 +357,7 @@ class Db:
         from fgraph.query.context import changes as _context
         low = None if since is None else self.resolve_time(since, since=True)
         return _context.context(self._reader(), low, budget, limit=limit, entity=entity, format=format, by=by,
-                                type=type, more_hint=more_hint)
+                                type=type, more_hint=more_hint, window=_context.window(since, self.now))
 
     def schema(self, prefix: str | None = None, *, include_system: bool = False) -> JSONObject:
         """The schema page at this view's basis: attributes, shapes and their digest (spec 13 §11)."""

@@ -183,26 +183,27 @@ def validate(ctx, ref):
 @click.option("--format", "format_", type=click.Choice(["markdown", "json"]), default="markdown",
               show_default=True, help="Markdown text for a prompt, or the same items as JSON.")
 @click.option("--entity", metavar="SEL", help="Only changes of this entity (a name or an id).")
-@click.option("--by", "by", type=click.Choice(["change", "entity"]), default="change", show_default=True,
-              help="One item per fact changed, grouped per transaction; or one per entity changed, newest "
-                   "source time first, with its type, main text, rationale and tags.")
-@click.option("--type", "type_", metavar="TYPE",
-              help="With --by entity: only entities whose */type is TYPE (decision, person; any case).")
+@click.option("--by", "by", type=click.Choice(["change", "entity"]), default="entity", show_default=True,
+              help="One item per entity changed, newest record time first, with its type, main text, rationale "
+                   "and tags (decision C4); or one per fact changed, grouped per transaction.")
+@click.option("--type", "type_", metavar="TYPE", multiple=True,
+              help="With --by entity: only entities whose */type is TYPE (decision, person; any case); "
+                   "repeatable or a comma list (decision,preference).")
 @click.pass_context
 def context(ctx, since, limit, budget, format_, entity, by, type_):
-    """Print the most recent changes for a prompt: what, who, where and when.
-
-    With --by entity, one line per changed entity instead: [Type] its text — because: its
-    rationale — tags: the entities it refers to — when (the record's own time for imports),
-    who and from where; ids and other bookkeeping left out.
+    """Print what an agent should know at the start of a session: one line per changed entity,
+    [Type] its text — because: its rationale — tags: the entities it refers to — when (the
+    record's own time for imports), who and from which file and line; ids and other bookkeeping
+    left out. --by change prints every fact changed instead, grouped per transaction.
 
     \b
-    Example: fgraph context --since 24h --limit 20 --budget 2000
-    Example: fgraph context --by entity --type decision
+    Example: fgraph context --type decision,preference
+    Example: fgraph context --since 7d --type decision
+    Example: fgraph context --by change --since 24h --limit 20 --budget 2000
     """
     call = lambda db: db.context(since, budget, limit=limit,  # noqa: E731
                                  entity=None if entity is None else parse_ref(entity),
-                                 format=format_, by=by, type=type_)
+                                 format=format_, by=by, type=list(type_) or None)
     if format_ == "markdown" and not ctx.meta.get(JSON_KEY):
         run_and_write_text(ctx, RO, lambda db: call(db)["text"])
     else:

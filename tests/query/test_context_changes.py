@@ -134,7 +134,7 @@ def test_the_cli_prints_markdown_as_text_and_json_on_request(tmp_path):
         expected_json = handle.context(budget=500, limit=4, format="json")
 
     def cli(*args):
-        return run_cli("context", *args, db=path, env={"FGRAPH_CLOCK": str(CLOCK + 4_000_000), "PATH": ""}, timeout=60)
+        return run_cli("context", "--by", "change", *args, db=path, env={"FGRAPH_CLOCK": str(CLOCK + 4_000_000), "PATH": ""}, timeout=60)
 
     assert cli("--budget", "500", "--limit", "4") == (0, expected["text"] + "\n", "")
     code, out, _ = cli("--budget", "500", "--limit", "4", "--json")

@@ -28,6 +28,7 @@ from fgraph.core.txn import read_transaction
 from fgraph.core.values import format_instant
 from fgraph.query.context import entities as context_entities
 from fgraph.query.context import shape as context_shape
+from fgraph.query.context.timing import window as window  # Db.context reads the window through this module
 from fgraph.query.context.shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, MORE_KEY,
                                         at_least, budget_for, call, check, how_many, summary)
 
@@ -35,15 +36,18 @@ _COLUMNS = "id, e, a, v, t, tx, rx"
 
 
 def context(reader, since=None, budget: int = DEFAULT_BUDGET, *, limit: int = DEFAULT_LIMIT, entity=None,
-            format: str = "markdown", by: str = "change", type=None, more_hint: str = "cli") -> dict:
+            format: str = "markdown", by: str = "change", type=None, more_hint: str = "cli",
+            window: int | None = None) -> dict:
     """The changes after ``since`` (a transaction, already resolved by the caller) as
     ``{basis_tx, since, items, left_out, truncated, text | transactions[, more]}``; ``by="entity"``
     renders the changed entities instead (``fgraph.query.context.entities``). ``more_hint`` names
-    the face whose words the last line uses: ``cli``, ``tool`` (an MCP call) or ``resource`` (a URI)."""
+    the face whose words the last line uses: ``cli``, ``tool`` (an MCP call) or ``resource`` (a URI).
+    ``window`` (``context_timing.window`` of the ``since`` given) draws a time window over the
+    records' own times in the entity view; the change view keeps "after that transaction"."""
     check(budget, limit, format, by, type, more_hint)
     if by == "entity":
         return context_entities.context(reader, since, budget, limit=limit, entity=entity, format=format, type=type,
-                                        more_hint=more_hint)
+                                        more_hint=more_hint, window=window)
     with read_transaction(reader.conn):
         low = GENESIS_TX if since is None else reader.resolve_time(since, absolute=True)
         subject = None if entity is None else reader.resolve(entity)

@@ -47,7 +47,9 @@ from fgraph.core.genesis import A_AT, A_IMPORTED_AT, A_UNIQUE
 from fgraph.core.limits import GENESIS_TX
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import TAG_INSTANT, TAG_LONG_TEXT, TAG_REF, TAG_TEXT, TAG_VECTOR, format_instant
+from fgraph.core.errors import ValueTypeError
 from fgraph.query.context import shape as context_shape
+from fgraph.query.context import timing as context_timing
 from fgraph.query.context.shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, MORE_KEY, at_least,
                                         budget_for, call, how_many, summary)
 
@@ -56,29 +58,50 @@ RATIONALE = ("why", "because", "reason", "rationale")
 TEXT_CAP, WHY_CAP, TAG_CAP, TAG_NAME_CAP, LABEL_CAP, PAIRS_CAP = 300, 200, 8, 60, 40, 4
 _BOOKKEEPING_SQL = "({n}.name LIKE 'fgraph/%' OR {n}.name LIKE 'db/%' OR {n}.name LIKE '%/id')"
 _SPACE = re.compile(r"\s+")
+_SOURCE_LINE = re.compile(r"(.+):([0-9]+)", re.S)
 
 
 def context(reader, since=None, budget: int = DEFAULT_BUDGET, *, limit: int = DEFAULT_LIMIT, entity=None,
-            format: str = "markdown", type=None, more_hint: str = "cli") -> dict:
+            format: str = "markdown", type=None, more_hint: str = "cli", window: int | None = None) -> dict:
     """The entities changed after ``since`` as ``{basis_tx, since, items, left_out, truncated,
-    text | entities[, more]}``; options are checked by ``fgraph.query.context.changes.context``."""
+    text | entities[, more]}``; options are checked by ``fgraph.query.context.changes.context``.
+    ``window`` (µs, from ``context_timing.window``) keeps the records whose own time is after it."""
     with read_transaction(reader.conn):
         low = GENESIS_TX if since is None else reader.resolve_time(since, absolute=True)
         subject = None if entity is None else reader.resolve(entity)
-        walk = _Walk(reader, low, subject, type)
+        types = context_shape.types_of(type)
+        if types is not None:
+            _known(reader, types)
+        walk = _Walk(reader, low, subject, types, window)
         total = walk.count()
+        start = low if window is None else format_instant(window)
 
         def rest(needed: int | None = None) -> str:
             """The call for the whole window; without ``needed`` its longest form."""
             n, b = (MAX_LIMIT, MAX_BUDGET) if needed is None else (min(total, MAX_LIMIT), needed)
-            return _rest(more_hint, low, n, b, type, entity)
+            return _rest(more_hint, start, n, b, None if types is None else ",".join(types), entity)
 
         if format == "json":
             return _as_json(reader, walk, total, budget, limit, rest)
         return _as_markdown(reader, walk, total, budget, limit, rest)
 
 
-def _rest(hint: str, low: int, n: int, b: int, type, entity) -> str:
+def _known(reader, types) -> None:
+    """Refuse a type list none of whose types an entity of the store has, naming the types it has
+    (a standing ``--type decision,preference`` still works on a store with no preference yet)."""
+    vis = reader.visible
+    rows = reader.conn.execute(
+        f"SELECT DISTINCT y.v FROM fgraph_facts y JOIN fgraph_ids m ON m.id = y.a WHERE y.t = {TAG_TEXT} "
+        f"AND m.name LIKE '%/type' AND NOT {_BOOKKEEPING_SQL.format(n='m')} AND {vis('y')} LIMIT 1000").fetchall()
+    known = sorted({value.lower() for (value,) in rows if isinstance(value, str)})
+    unknown = [word for word in types if word.lower() not in known]
+    if len(unknown) == len(types):
+        listed = ", ".join(known[:40]) + (", …" if len(known) > 40 else "") if known else "none"
+        raise ValueTypeError(f"context type {', '.join(map(repr, unknown))} is unknown in this store; "
+                             f"its types: {listed}", "pass one of them, or a comma list (--type decision,preference)")
+
+
+def _rest(hint: str, low, n: int, b: int, type, entity) -> str:
     """The call that gets the whole window, in the words of the face that asked."""
     if hint == "cli":
         import shlex
@@ -97,9 +120,16 @@ def _rest(hint: str, low: int, n: int, b: int, type, entity) -> str:
 class _Walk:
     """The candidate entities, newest source time first, and the SQL that says which are items."""
 
-    def __init__(self, reader, low: int, subject, type):
-        self.reader, self.conn, self.low, self.high, self.subject, self.type = (
-            reader, reader.conn, low, reader.basis, subject, type)
+    def __init__(self, reader, low: int, subject, types, window: int | None = None):
+        self.reader, self.conn, self.low, self.high, self.subject, self.types = (
+            reader, reader.conn, low, reader.basis, subject, types)
+        self.window = window
+        # a time window (decision C4): imports by their own time, local writes after ``low``
+        in_window = (f"SELECT e FROM fgraph_facts WHERE a = {A_IMPORTED_AT} AND t = {TAG_INSTANT} AND e = tx "
+                     f"AND v > ? AND e <= ? UNION SELECT ev.tx FROM fgraph_events ev WHERE ev.tx > ? AND ev.tx <= ? "
+                     f"AND NOT EXISTS (SELECT 1 FROM fgraph_facts g WHERE g.e = ev.tx AND g.a = {A_IMPORTED_AT} "
+                     f"AND g.tx = ev.tx)")
+        self.window_sql = None if window is None else (in_window, (window, self.high, low, self.high))
         vis = reader.visible
         content = (f"EXISTS (SELECT 1 FROM fgraph_facts f JOIN fgraph_ids n ON n.id = f.a WHERE f.e = {{e}} "
                    f"AND {vis('f')} AND f.t NOT IN ({TAG_REF}, {TAG_VECTOR}) AND NOT {_BOOKKEEPING_SQL.format(n='n')} "
@@ -107,11 +137,12 @@ class _Walk:
                    f"AND {vis('u')}))")
         self.item_sql = f"NOT EXISTS (SELECT 1 FROM fgraph_events WHERE tx = {{e}}) AND {content}"
         self.item_args: tuple = ()
-        if type is not None:
+        if types is not None:
+            marks = ", ".join("?" * len(types))
             self.item_sql += (f" AND EXISTS (SELECT 1 FROM fgraph_facts y JOIN fgraph_ids m ON m.id = y.a "
                               f"WHERE y.e = {{e}} AND {vis('y')} AND y.t = {TAG_TEXT} AND m.name LIKE '%/type' "
-                              f"AND NOT {_BOOKKEEPING_SQL.format(n='m')} AND y.v = ? COLLATE NOCASE)")
-            self.item_args = (type,)
+                              f"AND NOT {_BOOKKEEPING_SQL.format(n='m')} AND y.v COLLATE NOCASE IN ({marks}))")
+            self.item_args = tuple(types)
 
     def count(self) -> int:
         """Items in the window, counted up to the cap (decision C3): the changed entities come
@@ -119,15 +150,18 @@ class _Walk:
         gathering every entity of the window first."""
         only = "" if self.subject is None else " AND e = ?"
         extra = () if self.subject is None else (self.subject,)
+        if self.window_sql is None:
+            changed, args = "(tx > ? AND tx <= ? AND e != tx) OR (rx > ? AND rx <= ?)", (self.low, self.high) * 2
+        else:
+            sql, bound = self.window_sql
+            changed, args = f"(tx IN ({sql}) AND e != tx) OR rx IN ({sql})", bound * 2
         sql = (f"SELECT count(*) FROM (SELECT 1 FROM (SELECT DISTINCT e FROM fgraph_facts WHERE "
-               f"((tx > ? AND tx <= ? AND e != tx) OR (rx > ? AND rx <= ?)){only}) AS c "
-               f"WHERE {self.item_sql.format(e='c.e')} LIMIT ?)")
-        return self.conn.execute(sql, (self.low, self.high, self.low, self.high) + extra + self.item_args
-                                 + (context_shape.COUNT_CAP,)).fetchone()[0]
+               f"({changed}){only}) AS c WHERE {self.item_sql.format(e='c.e')} LIMIT ?)")
+        return self.conn.execute(sql, args + extra + self.item_args + (context_shape.COUNT_CAP,)).fetchone()[0]
 
     def is_item(self, e: int) -> bool:
         # the entity is bound once per placeholder: two in the content test, one more with a type
-        binds = (e, e) if self.type is None else (e, e, e, self.type)
+        binds = (e, e) if self.types is None else (e, e, e) + tuple(self.types)
         return self.conn.execute(f"SELECT 1 WHERE {self.item_sql.format(e='?')}", binds).fetchone() is not None
 
     def source_time(self, tx: int) -> int:
@@ -142,11 +176,14 @@ class _Walk:
                 "SELECT tx FROM fgraph_facts WHERE e = ? AND tx > ? AND tx <= ? AND e != tx "
                 "UNION SELECT rx FROM fgraph_facts WHERE e = ? AND rx > ? AND rx <= ?",
                 (self.subject, self.low, self.high) * 2)
-            best = max(((self.source_time(tx), tx) for (tx,) in rows), default=None)
+            best = max(((self.source_time(tx), tx) for (tx,) in rows
+                        if self.window is None or self.source_time(tx) > self.window), default=None)
             return iter(() if best is None else (best,))
         imported = self.conn.execute(
             "SELECT v, e FROM fgraph_facts WHERE a = ? AND t = ? AND e = tx AND e > ? AND e <= ? ORDER BY v DESC, e DESC",
-            (A_IMPORTED_AT, TAG_INSTANT, self.low, self.high))
+            (A_IMPORTED_AT, TAG_INSTANT, self.low, self.high)) if self.window is None else self.conn.execute(
+            "SELECT v, e FROM fgraph_facts WHERE a = ? AND t = ? AND e = tx AND v > ? AND e <= ? ORDER BY v DESC, e DESC",
+            (A_IMPORTED_AT, TAG_INSTANT, self.window, self.high))
         local = self.conn.execute(
             # without the hint SQLite reads every fgraph/at fact through fgraph_avet (a=?) for each transaction
             "SELECT (SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = ? AND tx = ev.tx), "
@@ -165,13 +202,21 @@ class _Walk:
             "UNION ALL SELECT e, id FROM fgraph_facts WHERE rx = ?) GROUP BY e ORDER BY 2", (tx, tx))]
 
     def __iter__(self):
-        """``(source time, tx, entity)`` of every item, each entity once, at its newest change."""
+        """``(source time, tx, entity)`` of every item, each entity once, at its newest change: the
+        dated ones first, then those of untimed imports (``context_timing.untimed``), newest first."""
         shown: set = set()   # only the items chosen so far: at most ``limit``
-        for at, tx in self.transactions():
-            for e in self.entities(tx):
-                if e not in shown and self.is_item(e):
-                    shown.add(e)
-                    yield at, tx, e
+        kinds: dict = {}     # tx -> untimed, for the transactions read so far
+        for second in (False, True):
+            for at, tx in self.transactions():
+                if tx not in kinds:
+                    kinds[tx] = self.reader.cat.imported_at(tx) is not None and context_timing.untimed(
+                        self.reader, tx, at)
+                if kinds[tx] != second:
+                    continue
+                for e in self.entities(tx):
+                    if e not in shown and self.is_item(e):
+                        shown.add(e)
+                        yield at, tx, e
 
 
 # ----------------------------------------------------------------- one item
@@ -282,7 +327,22 @@ def _item(reader, roles: _Roles, e: int, at: int, tx: int, meta: dict) -> dict:
     return out
 
 
-def _line(item: dict) -> str:
+def _origin(item: dict | None) -> tuple:
+    """``(by, file, line)`` of an item's provenance: the file by its name, not its path."""
+    if item is None:
+        return (None, None, None)
+    source = item.get("source")
+    where, line = (None, None)
+    if isinstance(source, str):
+        match = _SOURCE_LINE.fullmatch(source)
+        where, line = (match.group(1), match.group(2)) if match else (source, None)
+        where = re.split(r"[\\/]", where)[-1] or where
+    return (item.get("by"), where, line)
+
+
+def _line(item: dict, before: dict | None = None) -> str:
+    """One item as a prompt line; ``before`` is the line above: in a run of items by the same
+    author from the same file only the first says ``by … from FILE:LINE``, the rest ``line N``."""
     head = f"[{item['label']}] " if "label" in item else ""
     body = ": ".join(part for part in (item.get("name"), item.get("text")) if part)
     parts = [f"- {head}{body}".rstrip()]
@@ -290,9 +350,13 @@ def _line(item: dict) -> str:
         parts.append(f"because: {item['because']}")
     if item["tags"]:
         parts.append("tags: " + ", ".join(item["tags"]))
-    when = f"at {item['at'].replace('.000000Z', 'Z')}" + "".join(f" {word} {item[key]}" for word, key in (("by", "by"), ("from", "source"))
-                                        if key in item)
-    parts.append(when)
+    when = f"at {item['at'].replace('.000000Z', 'Z')}"
+    by, where, line = _origin(item)
+    if where is not None and line is not None and _origin(before)[:2] == (by, where):
+        parts.append(f"{when}, line {line}")
+    else:
+        parts.append(when + (f" by {by}" if by is not None else "")
+                     + (f" from {where}" + (f":{line}" if line is not None else "") if where is not None else ""))
     return " — ".join(parts)
 
 
@@ -327,8 +391,14 @@ def _more(total: int, shown: int, rest: str, room: int) -> str:
 
 
 def _as_markdown(reader, walk, total, budget, limit, rest) -> dict:
-    chosen, needed = _window(reader, walk, total, budget, limit, rest, lambda item: len(_line(item)) + 1, 0)
-    lines = [_line(item) for item in chosen]
+    above: list = [None]   # items are priced in order, each with the one before it
+
+    def size_of(item: dict) -> int:
+        cost, above[0] = len(_line(item, above[0])) + 1, item
+        return cost
+
+    chosen, needed = _window(reader, walk, total, budget, limit, rest, size_of, 0)
+    lines = [_line(item, before) for before, item in zip([None] + chosen, chosen)]
     out = summary(reader.basis, walk.low, total, len(chosen))
     if out["truncated"]:
         used = sum(len(line) + 1 for line in lines)

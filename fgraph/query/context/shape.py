@@ -48,14 +48,27 @@ def check(budget, limit, format, by="change", type=None, more_hint="cli") -> Non
     if format not in FORMATS:
         raise ValueTypeError(f"context format {format!r} is unknown", "choose markdown or json")
     if by not in VIEWS:
-        raise ValueTypeError(f"context by {by!r} is unknown", "choose change (the default) or entity")
-    if type is not None and (not isinstance(type, str) or not type):
-        raise ValueTypeError(f"context type {type!r} is invalid", "pass a type such as decision")
+        raise ValueTypeError(f"context by {by!r} is unknown", "choose change or entity")
+    types_of(type)
     if type is not None and by != "entity":
         raise ValueTypeError(f"context type {type!r} filters entities, not changes",
                              "add --by entity (by=\"entity\" over MCP), or leave the type out")
     if more_hint not in MORE_HINTS:
         raise ValueTypeError(f"context more_hint {more_hint!r} is unknown", "choose cli, tool or resource")
+
+
+def types_of(type) -> tuple[str, ...] | None:
+    """The types a ``type`` option keeps: a string (a comma list: ``decision,preference``) or a
+    list of them (a repeated ``--type``), each once, in the order given; None keeps every type."""
+    if type is None:
+        return None
+    parts = [type] if isinstance(type, str) else type
+    if not isinstance(parts, (list, tuple)) or not parts or not all(isinstance(p, str) for p in parts):
+        raise ValueTypeError(f"context type {type!r} is invalid", "pass a type such as decision, or a comma list")
+    out = tuple(dict.fromkeys(word.strip() for part in parts for word in part.split(",") if word.strip()))
+    if not out:
+        raise ValueTypeError(f"context type {type!r} is invalid", "pass a type such as decision, or a comma list")
+    return out
 
 
 def budget_for(used: int, later, shown: int, n: int, reserve: int) -> int:
