@@ -19,9 +19,11 @@ from fgraph.bridges.add.data_source import open_data
 from fgraph.cli.progress import progress
 
 _HELP_HEAD = "Import another tool's memory file (FILE, or '-' for stdin), idempotently."
-_HELP_TAIL = ("Bad records are skipped and listed with where they are (line numbers for a line format); "
-              "re-importing changes nothing. With --mirror the source's facts follow FILE: what the tool "
-              "deleted is retracted.")
+_HELP_TAIL = ("Bad records are listed with where they are (line numbers for a line format) and why; the "
+              "others are imported, and the command then fails unless --skip-bad accepts leaving them out. "
+              "Re-importing changes nothing. With --mirror the source's facts follow FILE: what the tool "
+              "deleted is retracted; without it, the summary counts what the store holds that FILE no "
+              "longer does (not_in_file).")
 
 
 def import_help() -> str:
@@ -70,18 +72,27 @@ class _ImportCommand(click.Command):
               show_default=True, help="Records per all-or-nothing write.")
 @click.option("--dry-run", is_flag=True, help="Check and count everything; write nothing.")
 @click.option("--strict", is_flag=True, help="Refuse the whole file, writing nothing, if any record would be skipped.")
+@click.option("--skip-bad", is_flag=True,
+              help="Exit 0 even when some records are not records of the format (they are listed and left out).")
 @click.option("--mirror", is_flag=True,
               help="For a format that supports it: also retract this source's facts that FILE no longer holds "
                    "(history keeps them), in one all-or-nothing write; --batch-size does not apply.")
 @provenance_options
 @click.pass_context
-def import_(ctx, fmt, file, batch_size, dry_run, strict, mirror, provenance=None):
+def import_(ctx, fmt, file, batch_size, dry_run, strict, skip_bad, mirror, provenance=None):
     given = provenance or {}
     job = importing.ImportJob(fmt, "stdin" if file == "-" else file, batch_size=batch_size, dry_run=dry_run,
                               strict=strict, by=given.get("by"), source=given.get("source"),
-                              meta=given.get("meta"), has_meta="meta" in given, mirror=mirror)
+                              meta=given.get("meta"), has_meta="meta" in given, mirror=mirror,
+                              skip_bad=skip_bad)
     with open_data("-" if file == "-" else "@" + file, sys.stdin) as data:
         with progress(f"importing {job.origin}", unit="items") as bar:
             result = open_and_call(ctx, RW,
                                    lambda db: importing.run_import(db, job, data, on_item=lambda _: bar.advance()))
         print_result(ctx, result)  # once the display is gone: the result starts on its own line
+    note = importing.drift_note(job, result)
+    if note is not None:
+        click.echo(note, err=True)
+    failure = importing.dropped_error(job, result)
+    if failure is not None:
+        raise failure

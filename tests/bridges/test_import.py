@@ -75,7 +75,7 @@ def test_reimport_changes_nothing_and_says_so(tmp_path):
 
 def test_decision_log_keeps_provenance_and_reports_bad_lines(tmp_path):
     db = tmp_path / "d.db"
-    code, health, err = fgraph_cli(db, "import", "jsonl-log", DECISIONS, "--batch-size", "5")
+    code, health, err = fgraph_cli(db, "import", "jsonl-log", DECISIONS, "--batch-size", "5", "--skip-bad")
     assert code == 0, err
     assert (health["lines"], health["imported"], health["skipped"], health["corrupt"], health["batches"]) == \
         (18, 12, 1, 4, 3)
@@ -142,7 +142,7 @@ def test_by_source_meta_options_and_stdin(tmp_path):
 
 def test_an_applied_import_restores_and_round_trips_through_tail_and_apply(tmp_path):
     src, copy, replica = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "c.db"
-    assert fgraph_cli(src, "import", "jsonl-log", DECISIONS)[0] == 0
+    assert fgraph_cli(src, "import", "jsonl-log", DECISIONS, "--skip-bad")[0] == 0
     snap = subprocess.run([FGRAPH, "--db", str(src), "snapshot"], capture_output=True).stdout
     assert fgraph_cli(copy, "restore", "-", stdin=snap)[0] == 0
     stream = subprocess.run([FGRAPH, "--db", str(src), "tail"], capture_output=True).stdout
@@ -161,7 +161,7 @@ def test_an_applied_import_restores_and_round_trips_through_tail_and_apply(tmp_p
 def test_bad_mcp_memory_lines_are_reported_with_their_reason(tmp_path, line, reason):
     data = tmp_path / "m.jsonl"
     data.write_text('{"type":"entity","name":"ok","entityType":"t","observations":["o"]}\n' + line + "\n")
-    code, health, _ = fgraph_cli(tmp_path / "x.db", "import", "mcp-memory", data)
+    code, health, _ = fgraph_cli(tmp_path / "x.db", "import", "mcp-memory", data, "--skip-bad")
     assert code == 0 and health["imported"] == 1 and health["corrupt"] == 1
     assert health["problems"][0]["line"] == 2 and reason in health["problems"][0]["reason"]
 
@@ -188,7 +188,8 @@ def test_an_undecodable_or_oversized_line_is_one_corrupt_line_not_the_end_of_the
                                  b'{"type":"entity","name":"caf\xe9","entityType":"x","observations":["\xff"]}',
                                  *(g.encode() for g in good[5:9]), big, *(g.encode() for g in good[9:])])
                      + b"\n\n\n")
-    code, health, err = fgraph_cli(tmp_path / "x.db", "import", "mcp-memory", data, "--batch-size", "2")
+    code, health, err = fgraph_cli(tmp_path / "x.db", "import", "mcp-memory", data, "--batch-size", "2",
+                                   "--skip-bad")
     assert code == 0, err
     assert health["imported"] == 12 and health["corrupt"] == 2 and health["lines"] == 16   # 14 lines + 2 blank
     first, second = health["problems"]

@@ -245,8 +245,8 @@ def test_cli_a_malformed_line_refuses_the_mirror_and_writes_nothing(tmp_path):
     assert code == 1 and out is None and err.startswith("TypeError: ") and "Traceback" not in err
     assert "1 of 5 lines" in err and "line 3" in err and "nothing was written" in err
     assert snapshot(db) == before
-    code, additive, _ = fgraph_cli(db, "import", "mcp-memory", path)   # without --mirror: skipped and reported
-    assert code == 0 and additive["corrupt"] == 1
+    code, additive, err = fgraph_cli(db, "import", "mcp-memory", path)   # without --mirror: reported, and exit 1
+    assert code == 1 and additive["corrupt"] == 1 and "line 3" in err and "--skip-bad" in err
 
 
 def test_cli_dry_run_counts_and_writes_nothing_and_stdin_needs_a_label(tmp_path):

@@ -124,7 +124,7 @@ def test_the_cli_offers_documents_and_runs_a_registered_format(formats, tmp_path
     notes = tmp_path / "notes.txt"
     notes.write_text("ada: counted in base 10\nnonsense\n", encoding="utf-8")
     db = str(tmp_path / "c.db")
-    code, out, err = invoke_cli(["--db", db, "--json", "import", "lines-of-text", str(notes)])
+    code, out, err = invoke_cli(["--db", db, "--json", "import", "lines-of-text", str(notes), "--skip-bad"])
     assert code == 0, err
     health = json.loads(out)
     assert (health["format"], health["imported"], health["problems"][0]["line"]) == ("lines-of-text", 1, 2)

@@ -6,19 +6,37 @@ and format, its ``relations[]`` typed refs ``rel/<type>``; ``identity.user_id`` 
 ``by``, the record's timestamp its ``at`` (so the local receipt keeps it as
 ``fgraph/imported-at``), and ``identity`` and ``metadata`` travel whole in ``meta``. A log only
 grows, so there is nothing to mirror. ``docs/import.md`` shows the mapping.
+
+Real logs vary (issue 50 item 2, decision I1 in docs/import.md): ``importance`` and
+``confidence`` may be numbers or strings, ``category`` a string or an array, the timestamp an RFC
+3339 time with a space for the ``T`` or epoch seconds or milliseconds. Each is stored as what it
+is: a value the attribute's type cannot hold goes to a sibling attribute
+(``decision/importance-score``, ``decision/confidence-label``), never into a guessed conversion.
+A record logged again under the same id replaces its predecessor's many-valued facts
+(``Relogs``), as its single-valued ones are replaced by the store.
 """
 
 from __future__ import annotations
 
+import re
+
 from fgraph.bridges.importers import records
 from fgraph.bridges.importers.items import ImportContext, JsonLines
 from fgraph.bridges.importers.records import BadRecord, EventBuilder
-from fgraph.core.errors import FgraphError
+from fgraph.core.errors import FgraphError, NotFound
+from fgraph.core.limits import DATOMS_MAX_LIMIT
 from fgraph.core.values import format_instant, parse_instant
 
 NAME = "jsonl-log"
 _CONTENT_LISTS = (("alternatives", "decision/alternative"), ("constraints", "decision/constraint"),
                   ("tradeoffs", "decision/tradeoff"))
+# the many-valued facts a re-logged record replaces (the values a record lists, not the graph around it)
+REPLACED = {"decision/alternative": "text", "decision/constraint": "text", "decision/tradeoff": "text",
+            "decision/category": "text", "decision/entity": "ref"}
+_SPACED = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}) +([0-9]{2}:)")
+_EPOCH_SECONDS_BELOW = 100_000_000_000        # 1e11 s is the year 5138; 1e11 ms is 1973
+_EPOCH_MILLIS_BELOW = 100_000_000_000_000     # 1e14 ms is the year 5138
+_NUMBER = re.compile(r"\s*[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*")
 
 
 def jsonl_log_event(record, *, source: str, by=None, meta=None) -> dict:
@@ -68,24 +86,56 @@ def jsonl_log_event(record, *, source: str, by=None, meta=None) -> dict:
 
 
 def _timestamp(value) -> int:
-    if not isinstance(value, str):
-        raise BadRecord("metadata.timestamp is missing or not an RFC 3339 string")
+    """An RFC 3339 time (``T`` or a space between date and time), or epoch seconds or milliseconds
+    (a number, or a string of digits), as UTC microseconds."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise BadRecord("metadata.timestamp is missing or not an RFC 3339 time or epoch seconds or milliseconds")
+    if isinstance(value, str):
+        try:
+            return parse_instant(_SPACED.sub(r"\1T\2", value.strip(), count=1))
+        except FgraphError:
+            raise BadRecord(f"metadata.timestamp {value[:60]!r} is not an RFC 3339 time") from None
+    if value != value or abs(value) >= _EPOCH_MILLIS_BELOW:
+        raise BadRecord(f"metadata.timestamp {value!r} is neither epoch seconds nor epoch milliseconds")
+    micros = round(value * (1_000_000 if abs(value) < _EPOCH_SECONDS_BELOW else 1_000))
     try:
-        return parse_instant(value)
+        return parse_instant(micros)
     except FgraphError:
-        raise BadRecord(f"metadata.timestamp {value[:60]!r} is not an RFC 3339 time") from None
+        raise BadRecord(f"metadata.timestamp {value!r} is out of the range of an instant") from None
 
 
 def _metadata_facts(builder: EventBuilder, decision: str, metadata: dict) -> None:
     confidence = metadata.get("confidence")
-    if confidence is not None:
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-            raise BadRecord("metadata.confidence is not a number")
-        builder.fact(decision, builder.attribute("decision/confidence", "float"), confidence, "float")
+    if confidence is not None:   # a number, a number in a string, or a label ("high")
+        number = _number(confidence, "metadata.confidence")
+        if number is not None:
+            builder.fact(decision, builder.attribute("decision/confidence", "float"), number, "float")
+        else:
+            builder.fact(decision, builder.attribute("decision/confidence-label", "text"), confidence, "text")
     for key in ("project", "category", "importance"):
-        if metadata.get(key) is not None:
+        value = metadata.get(key)
+        if value is None:
+            continue
+        if key == "importance" and not isinstance(value, str):   # a score (0.7) rather than a word
+            score = _number(value, "metadata.importance")
+            builder.fact(decision, builder.attribute("decision/importance-score", "float"), score, "float")
+        elif key == "category" and isinstance(value, list):   # several categories
+            for item in records.texts(value, "metadata.category"):
+                builder.fact(decision, builder.attribute("decision/category", "text", many=True), item, "text")
+        else:
             builder.fact(decision, builder.attribute(f"decision/{key}", "text"),
-                         records.text(metadata[key], f"metadata.{key}"), "text")
+                         records.text(value, f"metadata.{key}"), "text")
+
+
+def _number(value, what: str) -> float | int | None:
+    """A JSON number as it is, a string holding one as that number, None for any other string."""
+    if isinstance(value, str):
+        return float(value) if _NUMBER.fullmatch(value) and float(value) == float(value) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRecord(f"{what} is not a number")
+    return value
 
 
 def _relations(value) -> list:
@@ -109,6 +159,46 @@ class JsonlLog(JsonLines):
 
     def event(self, record, context: ImportContext, where: int) -> dict:
         return jsonl_log_event(record, source=context.source(where), by=context.by, meta=context.meta)
+
+    def relogs(self, db) -> Relogs:
+        """What makes a re-logged record replace its predecessor's many-valued facts in ``db``."""
+        return Relogs(db)
+
+
+class Relogs:
+    """The many-valued facts (``REPLACED``) each decision holds, read from the store once and then
+    followed through the run: a record whose decision already holds values it does not list
+    retracts them in its own event, so a re-logged record replaces rather than adds to them."""
+
+    def __init__(self, db):
+        self._db = db
+        self._held: dict[str, dict[str, list]] = {}
+
+    def event(self, event: dict) -> dict:
+        decision = next((item[0] for item in event["asserted"] if item[1] == "decision/id"), None)
+        if decision is None:
+            return event
+        listed: dict[str, list] = {attr: [] for attr in REPLACED}
+        for entity, attr, value, _ in event["asserted"]:
+            if entity == decision and attr in REPLACED:
+                listed[attr].append(value)
+        held = self._held.get(decision)
+        if held is None:
+            held = self._stored(decision)
+        self._held[decision] = listed
+        retracted = [[decision, attr, value, REPLACED[attr]]
+                     for attr, values in held.items() for value in values if value not in listed[attr]]
+        return dict(event, retracted=retracted) if retracted else event
+
+    def _stored(self, decision: str) -> dict[str, list]:
+        held: dict[str, list] = {attr: [] for attr in REPLACED}
+        for attr in REPLACED:
+            try:
+                rows = self._db.datoms("eavt", [decision, attr], limit=DATOMS_MAX_LIMIT)["items"]
+            except NotFound:   # a decision (or an attribute) the store does not know yet
+                continue
+            held[attr] = [row["v"] for row in rows]
+        return held
 
 
 IMPORTER = JsonlLog()

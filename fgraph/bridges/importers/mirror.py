@@ -118,6 +118,15 @@ def retractions(db, label: str, keys: set) -> tuple[list, dict]:
     return items, counts
 
 
+def disagreeing(db, label: str, keys: set) -> dict:
+    """How far the source's live facts have drifted from its file after a plain (additive) import:
+    ``records`` (entities with a name, type or observation the file no longer holds, plus relations
+    it no longer holds) and ``facts``, the facts ``--mirror`` would retract."""
+    items, counts = retractions(db, label, keys)
+    entities = {entity for entity, attr, _, _ in items if not attr.startswith("rel/")}
+    return {"facts": counts["facts"], "records": len(entities) + counts["relations"]}
+
+
 def retraction_events(items: list, *, at: int, label: str, basis: int, by=None, meta=None) -> Iterator[dict]:
     """``items`` as event/1 records that assert nothing, a chunk each; ``source`` is the label alone."""
     chunk, size = [], 0

@@ -29,7 +29,7 @@ from fgraph.bridges.importers import registry
 from fgraph.bridges.importers.items import BadItem, ImportContext, Where, describe
 from fgraph.core.canonical import dumps
 from fgraph.core.checks import strict_int
-from fgraph.core.errors import FgraphError, NotFound, ValueTypeError, rewrap
+from fgraph.core.errors import FgraphError, FormatError, NotFound, ValueTypeError, rewrap
 from fgraph.core.limits import IMPORT_BATCH, MAX_BATCH_SIZE
 
 PROBLEM_LIST_CAP = 100  # the counts stay exact; the list of problems is capped
@@ -41,7 +41,7 @@ class ImportJob:
 
     def __init__(self, fmt: str, origin: str, *, batch_size: int = IMPORT_BATCH, dry_run: bool = False,
                  strict: bool = False, by=None, source=None, meta=None, has_meta: bool = False,
-                 mirror: bool = False):
+                 mirror: bool = False, skip_bad: bool = False):
         self.importer = registry.importer(fmt)
         if mirror and "mirror" not in self.importer.options:
             raise ValueTypeError(f"--mirror is for {registry.choices(registry.supporting('mirror'))} files, not {fmt}",
@@ -52,7 +52,7 @@ class ImportJob:
                                  "which facts the file owns")
         strict_int(batch_size, "batch size {value!r} is out of range", "use {low}..{high}", low=1, high=MAX_BATCH_SIZE)
         self.fmt, self.origin, self.batch_size = fmt, origin, batch_size
-        self.dry_run, self.strict, self.mirror = dry_run, strict, mirror
+        self.dry_run, self.strict, self.mirror, self.skip_bad = dry_run, strict, mirror, skip_bad
         self.by, self.source_label = by, source or origin
         self.meta = meta if has_meta else None
 
@@ -73,22 +73,59 @@ def run_import(db, job: ImportJob, data: DataSource, *, on_item: OnItem | None =
             raise ValueTypeError(
                 f"{job.origin}: {health.skipped + health.corrupt} of {health.extent()} are not importable "
                 f"(first: {describe(where)}, {reason}); nothing was written",
-                f"fix those {health.unit}, or import without --strict to skip them")
+                f"fix those {health.unit}, or import without --strict and with --skip-bad to leave them out")
     if job.mirror:
         return _run_mirror(db, job, context, data, on_item)
     health = _Health(job)
+    relogs = job.importer.relogs(db) if hasattr(job.importer, "relogs") else None
+    keys: set | None = set() if "mirror" in job.importer.options else None   # what the file holds, to compare
     batch: list = []
     for where, event in _records(job, context, data, health, on_item):
+        if keys is not None:
+            keys.update(import_mirror.event_keys(event))
         if _known(db, event["event"]):
             health.already_imported += 1
             continue
+        if relogs is not None:
+            event = relogs.event(event)
         batch.append((where, dumps(event)))
         if len(batch) == job.batch_size:
             _apply(db, job, batch, health)
             batch = []
     if batch:
         _apply(db, job, batch, health)
-    return health.summary(db.latest_tx())
+    summary = health.summary(db.latest_tx())
+    if keys is not None:
+        summary["not_in_file"] = import_mirror.disagreeing(db, job.source_label, keys)
+    return summary
+
+
+def drift_note(job: ImportJob, summary: dict) -> str | None:
+    """The warning of a plain import whose source holds, in the store, records its file no longer
+    has (``not_in_file``): how many, and that ``--mirror`` makes the store follow the file."""
+    drift = summary.get("not_in_file", {}).get("records")
+    if not drift:
+        return None
+    return (f"{job.origin}: {drift} record{'s' if drift != 1 else ''} of this source in the store no longer "
+            f"agree{'s' if drift == 1 else ''} with the file ({summary['not_in_file']['facts']} facts the file "
+            "does not hold); an import only adds, so the store keeps them: import with --mirror to make the "
+            "store follow the file")
+
+
+def dropped_error(job: ImportJob, summary: dict) -> FormatError | None:
+    """The error an import that dropped records ends with (None when it dropped none, or ``skip_bad``):
+    each dropped record named with where it is and why, up to five, and the counts."""
+    if not summary["corrupt"] or job.skip_bad:
+        return None
+    unit = "lines" if job.importer.line_based else "items"
+    named = [f"{'line ' + str(p['line']) if 'line' in p else p['at']}: {p['reason']}"
+             for p in summary["problems"] if p["kind"] == "corrupt"][:5]
+    more = "; …" if summary["corrupt"] > len(named) else ""
+    return FormatError(
+        f"{job.origin}: {summary['corrupt']} of {summary['items']} records were not imported "
+        f"({'; '.join(named)}{more}); {summary['imported']} imported",
+        f"fix those {unit} and import again (what was imported is recognised and not written twice), "
+        "or pass --skip-bad to accept leaving them out")
 
 
 class _Health:
@@ -210,7 +247,7 @@ def _plan_mirror(db, job: ImportJob, context: ImportContext, data: DataSource, h
             f"{job.origin}: {health.corrupt} of {health.extent()} are not records of the format{shown}; "
             "nothing was written",
             f"a mirror retracts what the file does not hold, so it must read every record: fix those "
-            f"{health.unit}, or import without --mirror to skip them")
+            f"{health.unit}, or import without --mirror and with --skip-bad to leave them out")
     plan.retract, plan.counts = import_mirror.retractions(db, job.source_label, keys)
     return plan
 
