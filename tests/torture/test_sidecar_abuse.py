@@ -39,7 +39,7 @@ COMMANDS = {
     "backup": (lambda work: ["--db", "s.db", "backup", "b.db"], ("b.db", "b.db-wal", "b.db-journal"), "s.db"),
     "restore-backup": (lambda work: ["restore-backup", "base-backup.db", "r.db"], ("r.db", "r.db-wal", "r.db-journal"),
                        "r.db"),
-    "import": (lambda work: ["--db", "s.db", "import", "jsonl-log", "log.jsonl"], ("s.db-wal", "s.db-shm"), "s.db"),
+    "import": (lambda work: ["--db", "s.db", "import", "jsonl-log", "log.jsonl", "--skip-bad"], ("s.db-wal", "s.db-shm"), "s.db"),
 }
 # A link given as the database path itself is the user's own choice of where the store lives: a
 # dangling one is created where it points (as SQLite and every tool does), so that cell is left out.
