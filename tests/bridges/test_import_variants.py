@@ -1,4 +1,4 @@
-"""Imports that keep every record or say loudly why not (issue 50 item 2, decision I1 of docs/import.md).
+"""Imports that keep every record or say loudly why not (issue 50 item 2, decisions IM1–IM3 of docs/import.md).
 
 ``jsonl-log`` takes the variants real decision logs carry — numbers or strings for importance and
 confidence, a string or an array for category, an RFC 3339 time with a space, epoch seconds or

@@ -7,7 +7,7 @@ and format, its ``relations[]`` typed refs ``rel/<type>``; ``identity.user_id`` 
 ``fgraph/imported-at``), and ``identity`` and ``metadata`` travel whole in ``meta``. A log only
 grows, so there is nothing to mirror. ``docs/import.md`` shows the mapping.
 
-Real logs vary (issue 50 item 2, decision I1 in docs/import.md): ``importance`` and
+Real logs vary (issue 50 item 2, decision IM1 in docs/import.md): ``importance`` and
 ``confidence`` may be numbers or strings, ``category`` a string or an array, the timestamp an RFC
 3339 time with a space for the ``T`` or epoch seconds or milliseconds. Each is stored as what it
 is: a value the attribute's type cannot hold goes to a sibling attribute
