@@ -58,6 +58,7 @@ def db(tmp_path):
     ({"confidence": "0.8"}, "decision/confidence", [0.8]),
     ({"confidence": 0.8}, "decision/confidence", [0.8]),
     ({"confidence": "high"}, "decision/confidence-label", ["high"]),
+    ({"confidence": "1e999"}, "decision/confidence-label", ["1e999"]),   # no infinity reaches a float
     ({"category": ["payments", "reliability"]}, "decision/category", ["payments", "reliability"]),
     ({"category": "payments"}, "decision/category", ["payments"]),
 ])

@@ -18,6 +18,7 @@ A record logged again under the same id replaces its predecessor's many-valued f
 
 from __future__ import annotations
 
+import math
 import re
 
 from fgraph.bridges.importers import records
@@ -132,7 +133,7 @@ def _metadata_facts(builder: EventBuilder, decision: str, metadata: dict) -> Non
 def _number(value, what: str) -> float | int | None:
     """A JSON number as it is, a string holding one as that number, None for any other string."""
     if isinstance(value, str):
-        return float(value) if _NUMBER.fullmatch(value) and float(value) == float(value) else None
+        return float(value) if _NUMBER.fullmatch(value) and math.isfinite(float(value)) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadRecord(f"{what} is not a number")
     return value
