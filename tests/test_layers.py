@@ -174,6 +174,7 @@ TESTED_BY = {
     "query/datalog/ask.py": ["test_datalog_engine.py", "test_datalog_results.py"],
     "query/browse/sql.py": ["test_browse_app.py"],
     "query/context/shape.py": ["test_context_changes.py", "test_context_entities.py"],
+    "query/context/timing.py": ["test_context_start.py"],
     "query/manifest.py": ["test_query_schema.py"],
     "query/datalog/predicates.py": ["test_datalog_engine.py", "test_datalog_syntax.py", "test_interop_queries.py"],
     "query/search/lists.py": ["test_search_run.py"],

@@ -191,10 +191,12 @@ def validate(ctx, ref):
                    "repeatable or a comma list (decision,preference).")
 @click.pass_context
 def context(ctx, since, limit, budget, format_, entity, by, type_):
-    """Print what an agent should know at the start of a session: one line per changed entity,
-    [Type] its text — because: its rationale — tags: the entities it refers to — when (the
-    record's own time for imports), who and from which file and line; ids and other bookkeeping
-    left out. --by change prints every fact changed instead, grouped per transaction.
+    """Print what an agent should know at the start of a session, for a prompt.
+
+    One line per changed entity, newest record time first: [Type] its text — because: its
+    rationale — tags: the entities it refers to — when (the record's own time for imports),
+    who and from which file and line; ids and other bookkeeping left out. --by change prints
+    every fact changed instead, grouped per transaction.
 
     \b
     Example: fgraph context --type decision,preference

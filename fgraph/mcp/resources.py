@@ -208,7 +208,7 @@ class Resources:
             items = CONTEXT_LIMIT if limit is None else _decimal(limit, "context limit")
             # the last line names the URI that gets the rest (fgraph://changes, or this template)
             return body(view.context(None if since is None else _time(since), chars, limit=items,
-                                     by="change" if by is None else by, type=type, more_hint="resource"))
+                                     by="entity" if by is None else by, type=type, more_hint="resource"))
 
 
 def _time(at: str):

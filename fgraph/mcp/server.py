@@ -96,8 +96,8 @@ def _register_resources(server: MCPServer, resources: Resources) -> None:
         return resources.changes(since, cursor)
 
     @template("fgraph://context{?since,budget,limit,by,type}", "fgraph context",
-              "The most recent changes (by=entity: changed entities) rendered for a prompt within a character "
-              "budget (this runtime's).")
+              "The most recently changed entities (by=change: the changes) rendered for a prompt within a "
+              "character budget (this runtime's).")
     @_resource_errors
     def context(since: str | None = None, budget: str | None = None, limit: str | None = None,
                 by: str | None = None, type: str | None = None):

@@ -211,28 +211,29 @@ TOOLS: tuple[ToolSpec, ...] = (
                         "Example: explain(q={\"find\": [\"?e\"], \"where\": [[\"?e\", \"person/name\", \"Ada\"]]}).",
              READ, (_QUERY, _ARGS),
              "the access plan `query` would follow, not evaluated"),
-    ToolSpec("context", "The most recent changes rendered for a prompt, newest first, grouped per transaction with "
-                        "who, where and when, within `limit` items and `budget` characters; `entity` narrows it to "
-                        "one entity. by=\"entity\": one line per changed entity instead, newest source time first, "
-                        "with its [Type], main text, rationale and tags; `type` keeps one type. "
-                        "Example: context(by=\"entity\", type=\"decision\", since=\"24h\").",
+    ToolSpec("context", "What to know at the start of a session: one line per changed entity, newest record time "
+                        "first (untimed imports after dated records), with its [Type], main text, rationale and "
+                        "tags, within `limit` items and `budget` characters; `type` keeps some types (a comma "
+                        "list), `entity` one entity. by=\"change\": every fact changed instead, grouped per "
+                        "transaction with who, where and when. "
+                        "Example: context(type=\"decision,preference\", since=\"7d\").",
              READ, (
                  Param("since", ("integer", "string"), "a transaction id, event UUID, RFC 3339 time or duration "
                                                        "such as `\"24h\"` (all by default; decision T2, docs/query.md)",
                        None),
                  Param("budget", ("integer",), "characters", CONTEXT_BUDGET, CONTEXT_MIN_BUDGET, CONTEXT_MAX_BUDGET),
-                 Param("limit", ("integer",), "changes", CONTEXT_LIMIT, 1, CONTEXT_MAX_LIMIT),
+                 Param("limit", ("integer",), "items", CONTEXT_LIMIT, 1, CONTEXT_MAX_LIMIT),
                  Param("entity", ("string", "integer"), "a name or id", None),
-                 Param("by", ("string",), "one line per change or per changed entity", "change",
+                 Param("by", ("string",), "one line per changed entity or per change", "entity",
                        choices=("change", "entity")),
-                 Param("type", ("string",), "keep one type (with `by=\"entity\"`)", None)),
-             "`{basis_tx, since, items, left_out[, left_out_at_least], truncated, text[, more]}`: the most recent "
-             "changes, newest first, grouped per transaction under a header with when, who (`by`) and where from "
-             "(`source`), cut between items, the last line saying what was left out and naming the tool call that "
-             "gets it (`context(since=64, limit=13, budget=4000)`) — text to put in a prompt (the same renderer as "
-             "`fgraph context`, docs/cli.md). With `by=\"entity\"` one line per changed entity instead: `[Type] text "
-             "— because: … — tags: … — at … by … from …` (decision C2, docs/cli.md). Ours: the published server has "
-             "no such tool"),
+                 Param("type", ("string",), "keep these types, a comma list (with `by=\"entity\"`)", None)),
+             "`{basis_tx, since, items, left_out[, left_out_at_least], truncated, text[, more]}`: one line per "
+             "changed entity, `[Type] text — because: … — tags: … — at … by … from FILE:LINE`, cut between items, "
+             "the last line saying what was left out and naming the tool call that gets it "
+             "(`context(by=\"entity\", since=64, limit=13, budget=4000)`) — text to put in a prompt (the same "
+             "renderer as `fgraph context`, decisions C2 and C4, docs/cli.md). With `by=\"change\"` the changes "
+             "instead, newest first, grouped per transaction under a header with when, who and where from. Ours: "
+             "the published server has no such tool, so its default is the prompt block, as in the CLI"),
 )
 
 SPECS = {spec.name: spec for spec in TOOLS}

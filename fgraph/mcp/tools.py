@@ -185,7 +185,7 @@ class Tools:
             return envelope(view.basis, data)
 
     def context(self, since=None, budget: int = CONTEXT_BUDGET, limit: int = CONTEXT_LIMIT, entity=None,
-                by: str = "change", type=None) -> dict:
+                by: str = "entity", type=None) -> dict:
         SPECS["context"].check(budget=budget, limit=limit, by=by)
         with self.lock:
             view = self._pinned()

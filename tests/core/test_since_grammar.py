@@ -41,16 +41,16 @@ CLI = {
     ("q", "at"): ["q", QUERY, "--at", "T"],
     ("explain", "at"): ["explain", QUERY, "--at", "T"],
     ("datoms", "at"): ["datoms", "--at", "T"],
-    ("context", "since"): ["context", "--since", "T"],
+    ("context", "since"): ["context", "--by", "change", "--since", "T"],   # the entity view windows record times
 }
 #: the lower bounds (an integer that is no transaction is a position there); the rest are views
 SINCE = {("tail", "since"), ("context", "since"), ("tool", "context", "since"),
          ("resource", "changes", "since"), ("resource", "context", "since")}
 MCP = {
-    ("tool", "context", "since"): lambda t: ("tool", "context", {"since": t}),
+    ("tool", "context", "since"): lambda t: ("tool", "context", {"since": t, "by": "change"}),
     ("resource", "entity", "at"): lambda t: ("resource", f"fgraph://entity/ada?at={urllib.parse.quote(str(t), safe='')}"),
     ("resource", "changes", "since"): lambda t: ("resource", f"fgraph://changes?since={urllib.parse.quote(str(t), safe='')}"),
-    ("resource", "context", "since"): lambda t: ("resource", f"fgraph://context?since={urllib.parse.quote(str(t), safe='')}"),
+    ("resource", "context", "since"): lambda t: ("resource", f"fgraph://context?by=change&since={urllib.parse.quote(str(t), safe='')}"),
 }
 
 

@@ -153,16 +153,19 @@ def test_the_mcp_tool_and_resource_render_the_same(db):
     from fgraph.mcp.tools import Tools
     tools = Tools(db)
     # issue 30 item 4: over MCP the last line names the MCP call that gets the rest, not a shell command
-    assert tools.context(budget=300)["data"] == db.context(budget=300, more_hint="tool")
-    assert tools.context(limit=2, entity="ada")["data"] == db.context(limit=2, entity="ada", more_hint="tool")
-    resource = Resources(db, tools.lock).context(since=None, budget="300")
+    assert tools.context(budget=300, by="change")["data"] == db.context(budget=300, more_hint="tool")
+    assert tools.context(limit=2, entity="ada", by="change")["data"] == db.context(limit=2, entity="ada", more_hint="tool")
+    resource = Resources(db, tools.lock).context(since=None, budget="300", by="change")
     assert resource == db.context(budget=300, more_hint="resource")
-    assert tools.context(budget=300)["data"]["more"].endswith("get them with: context(since=64, limit=6, budget=1000)")
-    assert tools.context(limit=2, entity="ada")["data"]["more"].endswith(
+    assert tools.context(budget=300, by="change")["data"]["more"].endswith("get them with: context(since=64, limit=6, budget=1000)")
+    assert tools.context(limit=2, entity="ada", by="change")["data"]["more"].endswith(
         'get them with: context(since=64, limit=4, budget=1000, entity="ada")')
     assert resource["more"].endswith("get them with: fgraph://changes?since=64")
-    assert "fgraph tail" not in tools.context(budget=300)["data"]["text"] + resource["text"]
+    assert "fgraph tail" not in tools.context(budget=300, by="change")["data"]["text"] + resource["text"]
     assert "fgraph tail --since 64" in db.context(budget=300)["more"]   # the CLI keeps its own words
+    # issue 50: neither is the published server's, so both default to the prompt block, as the CLI does
+    assert tools.context(budget=300)["data"] == db.context(budget=300, by="entity", more_hint="tool")
+    assert Resources(db, tools.lock).context(budget="300") == db.context(budget=300, by="entity", more_hint="resource")
 
 
 def test_past_the_count_cap_the_footer_says_or_more(monkeypatch):

@@ -47,7 +47,6 @@ from fgraph.core.genesis import A_AT, A_IMPORTED_AT, A_UNIQUE
 from fgraph.core.limits import GENESIS_TX
 from fgraph.core.txn import read_transaction
 from fgraph.core.values import TAG_INSTANT, TAG_LONG_TEXT, TAG_REF, TAG_TEXT, TAG_VECTOR, format_instant
-from fgraph.core.errors import ValueTypeError
 from fgraph.query.context import shape as context_shape
 from fgraph.query.context import timing as context_timing
 from fgraph.query.context.shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS, MAX_BUDGET, MAX_LIMIT, MORE_KEY, at_least,
@@ -56,7 +55,7 @@ from fgraph.query.context.shape import (DEFAULT_BUDGET, DEFAULT_LIMIT, ELLIPSIS,
 PRIMARY = ("text", "what", "content", "body", "summary", "description", "observation", "note", "title")
 RATIONALE = ("why", "because", "reason", "rationale")
 TEXT_CAP, WHY_CAP, TAG_CAP, TAG_NAME_CAP, LABEL_CAP, PAIRS_CAP = 300, 200, 8, 60, 40, 4
-_BOOKKEEPING_SQL = "({n}.name LIKE 'fgraph/%' OR {n}.name LIKE 'db/%' OR {n}.name LIKE '%/id')"
+_BOOKKEEPING_SQL = context_shape.BOOKKEEPING_SQL
 _SPACE = re.compile(r"\s+")
 _SOURCE_LINE = re.compile(r"(.+):([0-9]+)", re.S)
 
@@ -71,7 +70,7 @@ def context(reader, since=None, budget: int = DEFAULT_BUDGET, *, limit: int = DE
         subject = None if entity is None else reader.resolve(entity)
         types = context_shape.types_of(type)
         if types is not None:
-            _known(reader, types)
+            context_shape.known_types(reader, types)
         walk = _Walk(reader, low, subject, types, window)
         total = walk.count()
         start = low if window is None else format_instant(window)
@@ -84,21 +83,6 @@ def context(reader, since=None, budget: int = DEFAULT_BUDGET, *, limit: int = DE
         if format == "json":
             return _as_json(reader, walk, total, budget, limit, rest)
         return _as_markdown(reader, walk, total, budget, limit, rest)
-
-
-def _known(reader, types) -> None:
-    """Refuse a type list none of whose types an entity of the store has, naming the types it has
-    (a standing ``--type decision,preference`` still works on a store with no preference yet)."""
-    vis = reader.visible
-    rows = reader.conn.execute(
-        f"SELECT DISTINCT y.v FROM fgraph_facts y JOIN fgraph_ids m ON m.id = y.a WHERE y.t = {TAG_TEXT} "
-        f"AND m.name LIKE '%/type' AND NOT {_BOOKKEEPING_SQL.format(n='m')} AND {vis('y')} LIMIT 1000").fetchall()
-    known = sorted({value.lower() for (value,) in rows if isinstance(value, str)})
-    unknown = [word for word in types if word.lower() not in known]
-    if len(unknown) == len(types):
-        listed = ", ".join(known[:40]) + (", …" if len(known) > 40 else "") if known else "none"
-        raise ValueTypeError(f"context type {', '.join(map(repr, unknown))} is unknown in this store; "
-                             f"its types: {listed}", "pass one of them, or a comma list (--type decision,preference)")
 
 
 def _rest(hint: str, low, n: int, b: int, type, entity) -> str:

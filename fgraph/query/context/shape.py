@@ -8,9 +8,11 @@ import itertools
 from fgraph.core.canonical import dumps
 from fgraph.core.checks import strict_int
 from fgraph.core.errors import ValueTypeError
+from fgraph.core.values import TAG_TEXT
 from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_COUNT_CAP, CONTEXT_LIMIT, CONTEXT_MAX_BUDGET,
                                 CONTEXT_MAX_LIMIT, CONTEXT_MIN_BUDGET)
 
+BOOKKEEPING_SQL = "({n}.name LIKE 'fgraph/%' OR {n}.name LIKE 'db/%' OR {n}.name LIKE '%/id')"  # ids and system
 DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET = CONTEXT_BUDGET, CONTEXT_MAX_BUDGET, CONTEXT_MIN_BUDGET
 DEFAULT_LIMIT, MAX_LIMIT = CONTEXT_LIMIT, CONTEXT_MAX_LIMIT
 FORMATS = ("markdown", "json")
@@ -69,6 +71,21 @@ def types_of(type) -> tuple[str, ...] | None:
     if not out:
         raise ValueTypeError(f"context type {type!r} is invalid", "pass a type such as decision, or a comma list")
     return out
+
+
+def known_types(reader, types) -> None:
+    """Refuse a type list none of whose types an entity of the store has, naming the types it has
+    (a standing ``--type decision,preference`` still works on a store with no preference yet)."""
+    vis = reader.visible
+    rows = reader.conn.execute(
+        f"SELECT DISTINCT y.v FROM fgraph_facts y JOIN fgraph_ids m ON m.id = y.a WHERE y.t = {TAG_TEXT} "
+        f"AND m.name LIKE '%/type' AND NOT {BOOKKEEPING_SQL.format(n='m')} AND {vis('y')} LIMIT 1000").fetchall()
+    known = sorted({value.lower() for (value,) in rows if isinstance(value, str)})
+    unknown = [word for word in types if word.lower() not in known]
+    if len(unknown) == len(types):
+        listed = ", ".join(known[:40]) + (", …" if len(known) > 40 else "") if known else "none"
+        raise ValueTypeError(f"context type {', '.join(map(repr, unknown))} is unknown in this store; "
+                             f"its types: {listed}", "pass one of them, or a comma list (--type decision,preference)")
 
 
 def budget_for(used: int, later, shown: int, n: int, reserve: int) -> int:
