@@ -17,7 +17,7 @@ SUMMARIES = {
     "apply": "Merge an event/1 stream, all or nothing.",
     "backup": "Copy the database to a new file, verified.",
     "browse": "Serve a read-only web view (Datasette).",
-    "context": "What to know at the start of a session: changed entities, newest first.",
+    "context": "Changed entities for a session-start prompt, newest first.",
     "datoms": "Page one index (eavt, avet, vaet) in key order.",
     "declare": "Declare the schema of one attribute.",
     "diff": "Facts asserted and retracted between two times.",

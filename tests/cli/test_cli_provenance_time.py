@@ -89,7 +89,7 @@ def test_times_and_durations_on_every_option_that_takes_a_transaction(store):
     assert data(store, "get", "ada", "--at", "8s", clock=now) == {"person/born": 1816}
     assert data(store, "get", "ada", "--at", "2026-01-01T00:00:01Z") == {"person/born": 1815}
     assert len(data(store, "history", "ada", "--at", "9s", clock=now)) == 1
-    assert "## tx" in cli(store, "context", "--since", "9s", clock=now)[1]
+    assert "## tx" in cli(store, "context", "--by", "change", "--since", "9s", clock=now)[1]
     assert data(store, "get", "ada", "--at", latest) == {}
 
 

@@ -129,10 +129,10 @@ def test_history_details_in_the_library(tmp_path):
 
 
 def test_context_shows_meta_as_tx_does(store):
-    text = fg(store, "--db", "s.db", "context").stdout
+    text = fg(store, "--db", "s.db", "context", "--by", "change").stdout
     assert '## tx 67 at 2026-01-01T00:00:01.000000Z by alice meta {"ticket":7}' in text
     assert "## tx 68 at 2026-01-01T00:00:02.000000Z meta null" in text
-    groups = json.loads(fg(store, "--db", "s.db", "context", "--format", "json").stdout)["transactions"]
+    groups = json.loads(fg(store, "--db", "s.db", "context", "--by", "change", "--format", "json").stdout)["transactions"]
     assert [group.get("meta", "absent") for group in groups] == [None, {"ticket": 7}]
     receipt = json.loads(fg(store, "--db", "s.db", "tx", "67", "--json").stdout)
     assert receipt["meta"] == groups[1]["meta"]
