@@ -163,11 +163,6 @@ class _Walk:
             best = max(((self.source_time(tx), tx) for (tx,) in rows
                         if self.window is None or self.source_time(tx) > self.window), default=None)
             return iter(() if best is None else (best,))
-        imported = self.conn.execute(
-            "SELECT v, e FROM fgraph_facts WHERE a = ? AND t = ? AND e = tx AND e > ? AND e <= ? ORDER BY v DESC, e DESC",
-            (A_IMPORTED_AT, TAG_INSTANT, self.low, self.high)) if self.window is None else self.conn.execute(
-            "SELECT v, e FROM fgraph_facts WHERE a = ? AND t = ? AND e = tx AND v > ? AND e <= ? ORDER BY v DESC, e DESC",
-            (A_IMPORTED_AT, TAG_INSTANT, self.window, self.high))
         local = self.conn.execute(
             # without the hint SQLite reads every fgraph/at fact through fgraph_avet (a=?) for each transaction
             "SELECT (SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = ev.tx AND a = ? AND tx = ev.tx), "
@@ -175,7 +170,19 @@ class _Walk:
             "WHERE ev.tx > ? AND ev.tx <= ? AND NOT EXISTS "
             "(SELECT 1 FROM fgraph_facts g WHERE g.e = ev.tx AND g.a = ? AND g.tx = ev.tx) ORDER BY ev.tx DESC",
             (A_AT, self.low, self.high, A_IMPORTED_AT))
-        return heapq.merge(imported, local, reverse=True)
+        # dated imports and local writes by time, then the untimed imports (decision C4), each an index walk
+        return itertools.chain(heapq.merge(self._imported(untimed=False), local, reverse=True),
+                               self._imported(untimed=True))
+
+    def _imported(self, *, untimed: bool):
+        """``(imported-at, tx)`` of the dated or the untimed imports in the window, newest first;
+        a generator, so the untimed walk starts only when the dated ones are all read."""
+        since, bound = ("v", self.window) if self.window is not None else ("e", self.low)
+        yield from self.conn.execute(
+            f"SELECT imp.v, imp.e FROM fgraph_facts imp WHERE imp.a = ? AND imp.t = ? AND imp.e = imp.tx "
+            f"AND imp.{since} > ? AND imp.e <= ? "
+            f"AND {'' if untimed else 'NOT '}{context_timing.UNTIMED_SQL} ORDER BY imp.v DESC, imp.e DESC",
+            (A_IMPORTED_AT, TAG_INSTANT, bound, self.high))
 
     def entities(self, tx: int):
         """The entities ``tx`` changed, in the order of their first fact there."""
@@ -187,20 +194,13 @@ class _Walk:
 
     def __iter__(self):
         """``(source time, tx, entity)`` of every item, each entity once, at its newest change: the
-        dated ones first, then those of untimed imports (``context_timing.untimed``), newest first."""
+        dated ones first, then those of untimed imports (``context_timing``), newest first."""
         shown: set = set()   # only the items chosen so far: at most ``limit``
-        kinds: dict = {}     # tx -> untimed, for the transactions read so far
-        for second in (False, True):
-            for at, tx in self.transactions():
-                if tx not in kinds:
-                    kinds[tx] = self.reader.cat.imported_at(tx) is not None and context_timing.untimed(
-                        self.reader, tx, at)
-                if kinds[tx] != second:
-                    continue
-                for e in self.entities(tx):
-                    if e not in shown and self.is_item(e):
-                        shown.add(e)
-                        yield at, tx, e
+        for at, tx in self.transactions():
+            for e in self.entities(tx):
+                if e not in shown and self.is_item(e):
+                    shown.add(e)
+                    yield at, tx, e
 
 
 # ----------------------------------------------------------------- one item

@@ -14,10 +14,7 @@ time of their own.
 
 from __future__ import annotations
 
-import uuid
-
 from fgraph.core import timespec
-from fgraph.core.identity import gid_to_uuid
 from fgraph.core.values import TAG_INSTANT, parse_instant
 
 
@@ -34,11 +31,9 @@ def window(since, now) -> int | None:
     return parse_instant(text)
 
 
-def untimed(reader, tx: int, imported_at: int) -> bool:
-    """Whether imported transaction ``tx`` is an untimed import (module docstring)."""
-    gid = reader.cat.gid_of(tx)
-    if gid is None or uuid.UUID(gid_to_uuid(gid)).version != 5:
-        return False
-    return reader.conn.execute(
-        "SELECT 1 FROM fgraph_facts WHERE tx = ? AND e != tx AND t = ? AND v = ? LIMIT 1",
-        (tx, TAG_INSTANT, imported_at)).fetchone() is None
+#: whether an ``fgraph/imported-at`` row ``imp`` of ``fgraph_facts`` is an untimed import: its
+#: transaction's event UUID is name-based (version 5: hex digit 13 of the gid) and none of the
+#: transaction's facts holds ``v`` as an instant (fgraph_txin finds its facts)
+UNTIMED_SQL = (f"((SELECT substr(hex(gid), 13, 1) FROM fgraph_ids WHERE id = imp.e) = '5' AND NOT EXISTS "
+               f"(SELECT 1 FROM fgraph_facts own WHERE own.tx = imp.e AND own.e != imp.e AND own.t = {TAG_INSTANT} "
+               f"AND own.v = imp.v))")
