@@ -146,7 +146,7 @@ def cli_calls(size: int, run: int, since: int) -> list:
                            "--vector-attribute", "note/embedding"]),
         (INDEXED_HYBRID, ["search", "--text", "w5 w40", "--vector", json.dumps(query_vector(2)),
                           "--vector-attribute", "note/embedding"]),
-        ("context", ["context"]),
+        ("context", ["context", "--by", "change"]),   # the change view; the default is --by entity (C4)
         ("context --by entity", ["context", "--by", "entity"]),
         ("info", ["info"]),
         ("tail --since last 10", ["tail", "--since", str(since)]),
