@@ -174,6 +174,10 @@ class Relogs:
     def __init__(self, db):
         self._db = db
         self._held: dict[str, dict[str, list]] = {}
+        # the attributes the store holds at the start: one a decision lacks then, it gets only in this run
+        # (followed in _held), and an unknown name never reaches datoms (its NotFound looks for suggestions)
+        names = {row["name"] for row in db.attributes("decision/")}
+        self._stored_attrs = [attr for attr in REPLACED if attr in names] if "decision/id" in names else []
 
     def event(self, event: dict) -> dict:
         decision = next((item[0] for item in event["asserted"] if item[1] == "decision/id"), None)
@@ -193,10 +197,13 @@ class Relogs:
 
     def _stored(self, decision: str) -> dict[str, list]:
         held: dict[str, list] = {attr: [] for attr in REPLACED}
-        for attr in REPLACED:
+        record_id = decision.removeprefix("decision:")
+        if not self._stored_attrs or not self._db.datoms("avet", ["decision/id", record_id], limit=1)["items"]:
+            return held   # a decision the store does not hold yet
+        for attr in self._stored_attrs:
             try:
                 rows = self._db.datoms("eavt", [decision, attr], limit=DATOMS_MAX_LIMIT)["items"]
-            except NotFound:   # a decision (or an attribute) the store does not know yet
+            except NotFound:   # retracted or excised meanwhile: nothing held
                 continue
             held[attr] = [row["v"] for row in rows]
         return held
