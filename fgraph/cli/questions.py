@@ -13,8 +13,8 @@ from fgraph.core.limits import (CONTEXT_BUDGET, CONTEXT_LIMIT, CONTEXT_MAX_BUDGE
                                 DATOMS_LIMIT, DATOMS_MAX_LIMIT, SEARCH_EXPAND, SEARCH_K, SEARCH_MAX_EXPAND, SEARCH_MAX_K)
 from fgraph.bridges.add import ingest
 from fgraph.cli.completion import DATOMS_INDEXES, DATOMS_SOURCES, PATH, DataText, Words
-from fgraph.cli.base import (AT_HELP, JSON_KEY, RO, RW, parse_json_argument, flag_pair, parse_ref, run_and_print,
-                             run_and_write_text, TimeParam, WhenParam, cli, common_options)
+from fgraph.cli.base import (AT_HELP, JSON_KEY, RO, RW, parse_json_argument, flag_pair, parse_ref, run_and_print, open_and_call,
+                             print_result, run_and_write_text, TimeParam, WhenParam, cli, common_options)
 
 
 def _view(db, at):
@@ -99,7 +99,12 @@ def search(ctx, text, vector, k, expand, vector_attribute, text_attributes, filt
         vector=None if vector is None else parse_json_argument(vector, "--vector"),
         filters=[parse_json_argument(pair, "--filter") for pair in filters], text_attributes=list(text_attributes),
         match=match)
-    run_and_print(ctx, RO, lambda db: db.search(**options))
+    result = open_and_call(ctx, RO, lambda db: db.search(**options))
+    print_result(ctx, result)
+    if match == "fact" and options["text"] and options["text"].strip() and not result["hits"]:
+        # stdout stays the published answer; the hint is for the person reading (decision S2)
+        click.echo("no hits: no one fact holds every word (the published rule); --match fill also finds "
+                   "entities holding the words across their facts, stems and near spellings included", err=True)
 
 
 @cli.command()

@@ -124,7 +124,7 @@ class _Search:
             if fact_id in shown:
                 continue
             shown.add(fact_id)
-            snippet = self.lists.snippet(word_query(word), fact_id)
+            snippet = self.lists.snippet(candidate.queries.get(word) or word_query(word), fact_id)
             matched.append(self.render.keyword_evidence(fact_id, snippet))
         if vector is not None and vector.evidence(e) is not None:
             matched.append(self.render.vector_evidence(vector.evidence(e)))
