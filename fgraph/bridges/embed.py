@@ -2,7 +2,9 @@
 running the operator's embedder, with a contract strict enough to fail clearly.
 
 The command is a JSON argv array (``'["python3", "embed.py"]'``) or one executable path
-(never split, never a shell). It gets the text on stdin as UTF-8, without a newline, and must
+(never split, never a shell), or ``model2vec:NAME_OR_FOLDER``: a static model embedding in this
+process (``embed_model``, decision S2 in docs/search.md). ``FGRAPH_EMBED_CMD`` gives the command
+when no ``--embed-cmd`` does (MCP, and a search naming ``--vector-attribute``). It gets the text on stdin as UTF-8, without a newline, and must
 print one JSON array of finite numbers (at most 1 MiB) and exit 0 within 60 s. Its stderr is
 not shown. Every failure is a ``TypeError`` that says what the embedder did wrong.
 """
@@ -16,6 +18,7 @@ import subprocess
 import threading
 import time
 
+from fgraph.bridges import embed_model
 from fgraph.core import settings
 from fgraph.core.canonical import loads
 from fgraph.core.errors import FgraphError, ValueTypeError
@@ -27,9 +30,16 @@ HINT = "the embedder must read the text on stdin and print one JSON array of num
 def search_options(*, text, vector, embed_cmd, **rest) -> dict:
     """The keyword arguments of ``Db.search``; ``vector`` comes from the embedder when there is
     a non-blank text, no explicit vector and an ``embed_cmd``."""
+    if embed_cmd is None and rest.get("vector_attribute") is not None:
+        embed_cmd = configured()  # FGRAPH_EMBED_CMD: only where the search names the vectors to compare
     if embed_cmd is not None and vector is None and text is not None and text.strip():
         vector = embed(embed_cmd, text)
     return dict(rest, text=text, vector=vector)
+
+
+def configured() -> str | None:
+    """The embedder FGRAPH_EMBED_CMD names (an ``--embed-cmd`` value), or None."""
+    return settings.read(settings.EMBED_CMD) or None
 
 
 def command_argv(command: str) -> list:
@@ -49,6 +59,9 @@ def command_argv(command: str) -> list:
 
 
 def embed(command: str, text: str) -> list:
+    model = embed_model.named(command)
+    if model is not None:  # model2vec:NAME, in process (the extra fgraph[embed])
+        return embed_model.embed(model, text)
     argv = command_argv(command)
     try:
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -330,6 +330,7 @@ def mcp(ctx, write, allow_excise, embed_cmd):
     from fgraph.bridges import embed
     from fgraph.mcp import server as mcp_server  # the SDK loads only for this command
     path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
+    embed_cmd = embed.configured() if embed_cmd is None else embed_cmd  # FGRAPH_EMBED_CMD
     embedder = None if embed_cmd is None else (lambda text: embed.embed(embed_cmd, text))
     with connect(path, read_only=not write) as db:
         mcp_server.serve(db, write=write, embed=embedder, allow_excise=allow_excise)

@@ -32,7 +32,7 @@ DB, QUERY_BUDGET, BY = "FGRAPH_DB", "FGRAPH_QUERY_BUDGET", "FGRAPH_BY"
 CLOCK, EVENT_SEED = "FGRAPH_CLOCK", "FGRAPH_EVENT_SEED"
 EMBED_TIMEOUT, DEBUG, COMPLETE = "FGRAPH_EMBED_TIMEOUT", "FGRAPH_DEBUG", "_FGRAPH_COMPLETE"
 LITESTREAM_VFS, REPLICA_TIMEOUT = "FGRAPH_LITESTREAM_VFS", "FGRAPH_REPLICA_TIMEOUT"
-VECTOR_INDEX = "FGRAPH_VECTOR_INDEX"
+VECTOR_INDEX, EMBED_CMD = "FGRAPH_VECTOR_INDEX", "FGRAPH_EMBED_CMD"
 
 #: the CLI's database when neither --db nor FGRAPH_DB names one; a lone legacy file is still used
 DEFAULT_DB_PATH, LEGACY_DB_PATH = "facts.fgraph", "fgraph.db"
@@ -48,6 +48,9 @@ SETTINGS = (
     Setting(EVENT_SEED, "random UUIDs", "derive event UUIDs from this seed and the transaction id (tests only)"),
     Setting(EMBED_TIMEOUT, f"{EMBED_TIMEOUT_SECONDS:g}", "seconds an `--embed` command may take per text; not a "
                                                          "positive number is a `TypeError`"),
+    Setting(EMBED_CMD, "unset", "the embedder of `mcp` (recall and remember) and of a `search` naming "
+            "`--vector-attribute`, when `--embed-cmd` gives none: a program as `--embed-cmd` takes it, or "
+            "`model2vec:NAME_OR_FOLDER` (the extra `fgraph[embed]`; docs/search.md S2)"),
     Setting(DEBUG, "unset", "`1` lets an internal error's traceback through instead of the one-line report"),
     Setting(COMPLETE, "unset", "click's shell-completion protocol, set by the script `--show-completion` prints"),
     Setting(LITESTREAM_VFS, "the `litestream-vfs` package's", "the litestream-vfs SQLite extension that opens a "

@@ -135,8 +135,9 @@ class Tools:
         if not isinstance(query, str) or not query.strip():
             raise ValueTypeError("recall needs a non-blank query", "pass the words to look for")
         options = {}
-        if self.embed is not None:
-            options = {"vector": self.embed(query), "vector_attribute": MEMORY_EMBEDDING}
+        vector = None if self.embed is None else self.embed(query)
+        if vector is not None and any(vector):  # all zeroes (no known token): the words alone rank
+            options = {"vector": vector, "vector_attribute": MEMORY_EMBEDDING}
         with self.lock:
             # published hits first, then entity-level ones to fill k (decision S1, docs/search.md)
             result = self.db.search(text=query, k=k, expand=expand, match="fill", **options)

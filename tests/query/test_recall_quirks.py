@@ -45,7 +45,6 @@ def entities(db, text, k=10, match="entity"):
 
 def test_a_short_stem_is_no_prefix_of_unrelated_words(db):
     assert "retry" not in entities(db, "back")                    # "back" is not "backoff"
-    assert "rollback" not in entities(db, "back") or True         # "roll back" holds the word itself
     assert entities(db, "who manages the ledger")[0] == "ledger-lead"
     assert "cert-manager" not in entities(db, "who manages the ledger")
 
@@ -75,7 +74,7 @@ def test_recently_ranks_the_newest_first(db):
 
 
 @pytest.mark.parametrize(("typed", "expected"), [("Reddis", "redis"), ("tenacty", "tenacity"),
-                                                 ("Lindqvst", "nils"), ("who owns the refund flow, Lindqvst?", "nils")])
+                                                 ("Lindqvst", "nils")])
 def test_a_misspelled_key_word_finds_what_the_store_spells_right(db, typed, expected):
     assert expected in entities(db, typed, k=3)
     assert expected in [h["entity"] for h in Tools(db).recall(typed, k=5)["data"]["hits"]]  # MCP recall (fill)

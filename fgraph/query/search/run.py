@@ -69,18 +69,21 @@ class _Search:
         if vector_a is not None:
             vector = lists.vector(vector_a, query, allowed, cap)
         self.truncated = any(r is not None and r.truncated for r in (keyword, vector))
+        # fill with a vector is hybrid recall: keyword, entity-level and vector lists in one fused
+        # ranking (decision S2), since a vector list alone always fills k
+        hybrid = request.match == "fill" and vector is not None and request.words is not None
         hits = [] if request.match == "entity" else self._fuse(keyword, vector)[:request.k]
         # fill looks further only when the published rule left room: a full answer is its answer
-        if request.words is not None and (request.match == "entity" or request.match == "fill" and
+        if request.words is not None and (request.match == "entity" or hybrid or request.match == "fill" and
                                           len(hits) < request.k):
             entities = EntityMatch(self.reader, self.budget.charge, allowed=allowed,
                                    attribute_ids=text_ids).rank(request.words, cap)
         found = {e: candidate for e, _, candidate in entities or ()}
-        if request.match == "entity":
-            hits = self._fuse(Ranked([(e, None) for e in found]), vector)[:request.k]
-        rendered = [self._hit(e, score, keyword, vector, found.get(e) if request.match == "entity" else None)
+        if request.match == "entity" or hybrid:
+            hits = self._fuse(keyword if hybrid else None, Ranked([(e, None) for e in found]), vector)[:request.k]
+        rendered = [self._hit(e, score, keyword, vector, found.get(e) if request.match == "entity" or hybrid else None)
                     for e, score in hits]
-        if entities and request.match == "fill":
+        if entities and request.match == "fill" and not hybrid:
             shown = {e for e, _ in hits}
             extra = [(e, score) for e, score, _ in entities if e not in shown][:request.k - len(hits)]
             hits += extra
