@@ -180,6 +180,9 @@ TESTED_BY = {
     "query/search/lists.py": ["test_search_run.py"],
     "query/search/render.py": ["test_search_run.py"],
     "query/search/request.py": ["test_search_run.py", "test_interop_search.py"],
+    "query/search/words.py": ["test_recall_quirks.py", "test_search_entities.py"],
+    "query/search/typos.py": ["test_recall_quirks.py"],
+    "bridges/embed_model.py": ["test_recall_hybrid.py"],
     "query/datalog/shaping.py": ["test_datalog_results.py"],
     "query/datalog/terms.py": ["test_datalog_engine.py", "test_interop_queries.py"],
 }

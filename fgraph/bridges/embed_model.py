@@ -1,8 +1,7 @@
 """A static embedding model in process (the extra ``fgraph[embed]``, decision S2 in
 docs/search.md): ``model2vec`` (numpy, safetensors, tokenizers; no torch) loads a named model
 from the Hugging Face hub once, into its cache, or a local folder, and embeds a text by
-averaging its tokens' vectors: about a millisecond a text on one core, so ``recall`` can be
-hybrid without an embedding service.
+averaging its tokens' vectors, so ``recall`` can be hybrid without an embedding service.
 
 Two ways in, both named where an ``--embed-cmd`` goes:
 
