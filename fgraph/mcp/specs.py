@@ -165,7 +165,8 @@ TOOLS: tuple[ToolSpec, ...] = (
              "search result: hits with evidence and compact pulls, `expanded`, `truncated`, `work_used`. Ours: the "
              "published hits first, then entity-level hits to fill `k`, each marked `\"how\": \"entity\"` with "
              "`words` (decision S1, docs/search.md); when the published rule fills `k` the answer is the published "
-             "server's"),
+             "server's. With an embedder (`--embed-cmd`, `FGRAPH_EMBED_CMD`) the keyword, entity-level and vector "
+             "lists are one fused ranking (decision S2)"),
     ToolSpec("about", f"An entity's current facts; incoming=true also lists what refers to it (first "
                       f"{MCP_INCOMING_LIMIT}). Example: about(entity=\"ada\").",
              READ, (
