@@ -73,6 +73,20 @@ def test_recently_ranks_the_newest_first(db):
     assert asks_recency(("what", "is", "the", "latest", "on", "redis")) and not asks_recency(("now",))
 
 
+def test_recently_reads_an_imported_records_own_time(tmp_path):
+    log = tmp_path / "decisions.jsonl"
+    records = [("d-new", "2026-05-20T10:00:00Z", "Ledger moves to Postgres with logical replicas and a standby"),
+               ("d-old", "2026-03-01T10:00:00Z", "Ledger on Postgres")]   # the newer decision logged first
+    log.write_text("".join(json.dumps({"id": i, "type": "decision", "content": {"what": what},
+                                       "metadata": {"timestamp": at}}) + "\n" for i, at, what in records))
+    path = tmp_path / "memory.db"
+    code, _, err = run_cli("import", "jsonl-log", log, db=path)
+    assert code == 0, err
+    with fgraph.connect(path, read_only=True) as db:
+        ranked = [h["entity"] for h in db.search(text="ledger postgres recently", k=2, match="entity")["hits"]]
+    assert ranked == ["decision:d-new", "decision:d-old"]   # imported first, but its own time is newer
+
+
 @pytest.mark.parametrize(("typed", "expected"), [("Reddis", "redis"), ("tenacty", "tenacity"),
                                                  ("Lindqvst", "nils")])
 def test_a_misspelled_key_word_finds_what_the_store_spells_right(db, typed, expected):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fgraph.core.genesis import A_AT, SYSTEM_MAX
+from fgraph.core.genesis import A_AT, A_IMPORTED_AT, SYSTEM_MAX
 from fgraph.core.values import TAG_REF
 from fgraph.query.search import typos
 from fgraph.query.search.words import Word, asks_recency, question_words, stem, word_query
@@ -105,15 +105,17 @@ class EntityMatch:
 
     def _newest_first(self, scored: list) -> list:
         """The question asked for the newest ("recently", "current"): the entities holding the most
-        of its words come first, and among them the one whose newest live fact is newest (its
-        transaction's ``fgraph/at``: the record's own time, as an importer stamps it); the score
-        stays the words' score."""
+        of its words come first, and among them the one whose newest live fact is newest by its
+        source time (as ``context`` places records, decision C4: the transaction's
+        ``fgraph/imported-at``, the record's own time, else its ``fgraph/at``); the score stays the
+        words' score."""
         newest = {}
         for e, _, _ in scored:
             row = self.conn.execute(
-                f"SELECT max(t.v) FROM fgraph_facts AS f JOIN fgraph_facts AS t INDEXED BY fgraph_hist "
-                f"ON t.e = f.tx AND t.a = {A_AT} WHERE f.e = ? AND f.rx IS NULL AND f.a > {SYSTEM_MAX}",
-                (e,)).fetchone()
+                "SELECT max(coalesce("
+                f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = f.tx AND a = {A_IMPORTED_AT} LIMIT 1), "
+                f"(SELECT v FROM fgraph_facts INDEXED BY fgraph_hist WHERE e = f.tx AND a = {A_AT} LIMIT 1))) "
+                f"FROM fgraph_facts AS f WHERE f.e = ? AND f.rx IS NULL AND f.a > {SYSTEM_MAX}", (e,)).fetchone()
             self.charge(1)
             newest[e] = row[0] or 0
         return sorted(scored, key=lambda item: (-len(item[2].scores), -newest[item[0]], -item[0]))
