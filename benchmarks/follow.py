@@ -8,6 +8,7 @@ then leaves the follower idle and reads its CPU time from /proc. The yardstick, 
 same run at the same rate, is the delay of a line written to a pipe read by `cat` (the floor any
 process-to-process delivery pays on this machine under its current load). One line per figure,
 with the load average before and after (the figures mean little on a busy machine).
+Same for the published runtime (FGRAPH_PEER) when set, without --cursor.
 
     .venv/bin/python benchmarks/follow.py [--rates 1,20,200] [--seconds 20] [--idle 5] [--cursor]
 """
@@ -69,11 +70,11 @@ def _wait_started(follower, path: str) -> None:
 
 
 def measure(exe: str, tmp: str, rate: float, seconds: float, idle: float, cursor: bool) -> dict:
-    path = os.path.join(tmp, f"r{rate:g}{'c' if cursor else ''}.db")
+    path = f"{tmp}r{rate:g}{'c' if cursor else ''}.db"
     count = max(10, int(rate * seconds))
     db = fgraph.connect(path)
     db.transact({"id": "warm", "w/v": 0})
-    extra = ["--cursor", os.path.join(tmp, f"r{rate:g}.cursor")] if cursor else []
+    extra = ["--cursor", f"{tmp}r{rate:g}.cursor"] if cursor else []
     follower = subprocess.Popen([exe, "--db", path, "tail", "--follow", "--since", "64", *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     _wait_started(follower, path)
@@ -115,19 +116,22 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=5.0)
     parser.add_argument("--cursor", action="store_true", help="follow with --cursor FILE (a checkpoint per batch)")
     args = parser.parse_args()
-    exe = fgraph_executable()
+    runtimes = [("ours", fgraph_executable())]
+    if os.environ.get("FGRAPH_PEER") and not args.cursor:   # the published runtime has no --cursor
+        runtimes.append(("peer", os.environ["FGRAPH_PEER"]))
     command = f"python benchmarks/follow.py --seconds {args.seconds:g} --idle {args.idle:g}" + \
         (" --cursor" if args.cursor else "")
     print("load average before: %.2f %.2f %.2f on %d CPUs" % (*os.getloadavg(), os.cpu_count()))
     with tempfile.TemporaryDirectory() as tmp:
         for rate in (float(r) for r in args.rates.split(",")):
-            r = measure(exe, tmp, rate, args.seconds, args.idle, args.cursor)
             y = yardstick(rate, min(args.seconds, 5.0))
-            how = f"({r['lines']}/{r['count']} lines; `{command} --rates {rate:g}`)"
-            print(f"follow lag at {rate:g} commits/s: median {r['median_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms "
-                  f"(pipe yardstick median {y['median_ms']:.2f} ms, p99 {y['p99_ms']:.2f} ms) {how}")
-            print(f"follower CPU at {rate:g} commits/s: {r['busy_cpu_percent']:.1f} % while following, "
-                  f"{r['idle_cpu_percent']:.2f} % idle over {args.idle:g} s {how}")
+            for label, exe in runtimes:
+                r = measure(exe, os.path.join(tmp, label) + "-", rate, args.seconds, args.idle, args.cursor)
+                how = f"({label}, {r['lines']}/{r['count']} lines; `{command} --rates {rate:g}`)"
+                print(f"follow lag at {rate:g} commits/s: median {r['median_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms "
+                      f"(pipe yardstick median {y['median_ms']:.2f} ms, p99 {y['p99_ms']:.2f} ms) {how}")
+                print(f"follower CPU at {rate:g} commits/s: {r['busy_cpu_percent']:.1f} % while following, "
+                      f"{r['idle_cpu_percent']:.2f} % idle over {args.idle:g} s {how}")
     print("load average after: %.2f %.2f %.2f" % os.getloadavg())
 
 

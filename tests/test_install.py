@@ -38,7 +38,9 @@ CACHE = REPO / "build" / "user-install"
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 # The modules that need an extra: the CLI imports them only in the command that uses them.
 EXTRA_MODULES = {"fgraph.bridges.browse.app": "browse", "fgraph.bridges.browse.pages": "browse",
-                 "fgraph.bridges.sync.adapters.nats": "nats", "fgraph.core.replica": "litestream",
+                 "fgraph.bridges.sync.adapters.nats": "nats",
+                 "fgraph.bridges.sync.adapters.nats_urls": "nats", "fgraph.bridges.sync.adapters.nats_tls": "nats",
+                 "fgraph.core.replica": "litestream",
                  "fgraph.query.search.vector_index": "vectors"}
 
 

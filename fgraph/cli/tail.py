@@ -36,7 +36,7 @@ def tail(ctx, since, follow, after, cursor, chain, collected):
     """Stream committed events as canonical NDJSON.
 
     \b
-    Example: fgraph --db agent.db tail --follow --cursor audit.cursor >> audit.ndjson
+    Example: fgraph --db agent.db tail --follow --cursor a.cursor >> a.ndjson
     """
     if after is not None and ctx.get_parameter_source("since") != click.core.ParameterSource.DEFAULT:
         raise click.UsageError("give --since or --after, not both")

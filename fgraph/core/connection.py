@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from fgraph.core import layout, replica
+from fgraph.core import layout, probe, replica
 from fgraph.core.errors import FormatError, NotFound, ReadOnly, rewrap
 from fgraph.core.sidecars import refuse_sidecar_name
 from fgraph.core.limits import MEMORY
@@ -255,6 +255,12 @@ def open_connection(path: str | os.PathLike[str], read_only: bool = False, *,
     except BaseException as exc:
         conn.close()
         typed = exc if isinstance(exc, ReadOnly) else translate(exc, writing=not read_only)
+        # a writer that could not make the -wal/-shm files beside a WAL file (translated already by a
+        # read transaction, the SQLite error kept as its context): the directory may be why
+        cant_open = not read_only and apsw.CantOpenError in (type(exc), type(exc.__context__)) \
+            and path != MEMORY and needs_immutable(path) and probe.is_initialized(path)
+        if cant_open:
+            raise (not_writable(path) or exc) from exc
         if isinstance(typed, ReadOnly) and path != MEMORY:   # say which of file, directory, filesystem
             raise (not_writable(path) or rewrap(typed, before=f"{path!r}: ")) from exc
         if typed is not None:

@@ -100,8 +100,10 @@ def _read_markers(conn: apsw.Connection, path: str) -> tuple[int, int, list[Sche
         except (apsw.NotADBError, apsw.CorruptError) as exc:
             raise _not_ours(path, f"not a SQLite database ({exc})",
                             "point --db at an fgraph file, or at a new path to create one") from None
-        except apsw.ReadOnlyError:
-            raise   # a permission problem, not a foreign file: the opener says which (sqlite_errors.not_writable)
+        except (apsw.ReadOnlyError, apsw.CantOpenError):
+            # a permission problem (no -wal/-shm may be made beside a WAL file), not a foreign file:
+            # the opener says which (sqlite_errors.not_writable)
+            raise
         except apsw.Error as exc:
             raise _not_ours(path, f"SQLite could not read it ({exc})", "check the file and try again") from None
     return app_id, version, objects

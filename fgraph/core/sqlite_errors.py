@@ -75,7 +75,8 @@ def not_writable(path: str, *, after: str = "") -> ReadOnly | None:
                         f"mount it read-write or copy the file elsewhere, or open it read-only (--read-only commands "
                         f"such as get, q or tail){after}")
     if os.path.exists(path) and not os.access(path, os.W_OK):
-        return ReadOnly(f"{path!r} cannot be written by {who} (file permissions or the immutable attribute)",
+        return ReadOnly(f"{path!r} cannot be written by {who}: it is read-only (file permissions or the "
+                        "immutable attribute)",
                         f"make it writable (chmod u+w {path!r}, chown it to this user, or chattr -i), or only read "
                         f"it (get, q, tail){after}")
     if not os.access(folder, os.W_OK):

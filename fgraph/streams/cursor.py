@@ -97,6 +97,7 @@ class Output:
     def cut(self, offset: int) -> None:
         try:
             os.ftruncate(self.fd, offset)   # type: ignore[arg-type]
+            os.lseek(self.fd, offset, os.SEEK_SET)   # type: ignore[arg-type]  # opened without O_APPEND: no hole
         except OSError as exc:
             raise files.os_failure(exc, self.name(), "collected file", "cut back") from None
 

@@ -40,6 +40,9 @@ def collect(conn, out, *, store: str, start_tx: int, follow: bool = False, curso
     if cursor is not None and chain is not None:
         raise Unsupported("--cursor and --chain each keep the collector's place; give one",
                           "with --chain the chain is the record: drop --cursor")
+    if collected is not None and cursor is None and chain is None:
+        raise Unsupported("--collected is checked against a --cursor or a --chain; neither was given",
+                          "add --cursor FILE (or --chain FILE), or drop --collected")
     output = cursors.Output(out, collected)
     with contextlib.ExitStack() as stack:
         writer = None
@@ -83,6 +86,10 @@ def _chain_position(conn, writer: ChainWriter, output, start_tx: int) -> tuple[i
         adopted, tx = cursors.settle(conn, output, 0, start_tx, "the start of the new chain")
         return tx, [line for _, line in adopted]
     if not output.known:
+        if output.path is not None:
+            raise Conflict(f"the collected file {output.path!r} does not exist, but the chain {writer.path!r} "
+                           f"links {writer.number} lines of it",
+                           "pass the file this chain was written beside, or start a new chain for a new file")
         return _chained_tx(conn, writer), []
     found = chained_end(output.read, output.size(), writer.previous, writer.last, cursors.SETTLE_LIMIT)
     if found is None:

@@ -26,12 +26,11 @@ import fgraph
 from fgraph.bridges.sync import adapters, quarantine
 from fgraph.bridges.sync import log as sync_log
 from fgraph.bridges.sync.adapters import memory
-from fgraph.bridges.sync.log import store_id
 from fgraph.core.canonical import dumps
 from fgraph.core.limits import GENESIS_TX
 from tests.support import logs
 from tests.support.foreign import publish_foreign
-from tests.support.syncing import cli, wait_for
+from tests.support.syncing import cli, store_ident as ident, wait_for, write_items as write
 
 ADAPTERS = [a for a in adapters.DECLARED if a.name in ("memory", "nats")]
 DEADLINE = 90        # seconds a one-shot consumer may take here before it counts as hung
@@ -42,17 +41,6 @@ def url(request, tmp_path):
     adapter = next(a for a in ADAPTERS if a.name == request.param)
     with getattr(logs, adapter.test_factory)(tmp_path) as made:
         yield made
-
-
-def write(path, *items) -> None:
-    with fgraph.connect(path) as db:
-        for item in items:
-            db.transact(item)
-
-
-def ident(path) -> str:
-    with fgraph.connect(path, read_only=True) as db:
-        return store_id(db)
 
 
 def events_of(path) -> list[str]:

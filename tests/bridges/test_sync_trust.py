@@ -18,10 +18,9 @@ import pytest
 
 import fgraph
 from fgraph.bridges.sync import adapters, files as file_sync, signing
-from fgraph.bridges.sync.log import store_id
 from fgraph.core.canonical import dumps
 from tests.support import canaries, logs
-from tests.support.syncing import cli
+from tests.support.syncing import cli, store_ident as ident, write_items as write
 
 ADAPTERS = [a for a in adapters.DECLARED if a.name in ("memory", "nats")]
 
@@ -31,17 +30,6 @@ def url(request, tmp_path):
     adapter = next(a for a in ADAPTERS if a.name == request.param)
     with getattr(logs, adapter.test_factory)(tmp_path) as made:
         yield made
-
-
-def write(path, *items):
-    with fgraph.connect(path) as db:
-        for item in items:
-            db.transact(item)
-
-
-def ident(path) -> str:
-    with fgraph.connect(path, read_only=True) as db:
-        return store_id(db)
 
 
 @pytest.fixture

@@ -90,6 +90,8 @@ SAME_NUMBER_OTHER_MEANING = {
     "streams/review.py:NAME_MEMORY": "names a review remembers",
     "query/search/entities.py:ROWS_PER_WORD": "rows read per search word",
     "bridges/importers/mirror.py:CHUNK_ITEMS": "retractions per event of a mirror import",
+    "bridges/sync/adapters/nats_subjects.py:MAX_SCAN": "messages of one subject read stepping over foreign ones",
+    "bridges/sync/quarantine.py:MAX_ENTRIES": "entries a receiver's sync quarantine holds",
 }
 
 

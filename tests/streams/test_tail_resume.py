@@ -146,6 +146,10 @@ def test_a_stream_that_does_not_end_where_its_chain_does_is_refused_with_the_rep
     out.write_bytes(b"".join(lines[:-2]))   # cut shorter than the chain: verify-stream says where
     code, _, err = tail(db, "--chain", chain, "--collected", out)
     assert code == 1 and b"verify-stream" in err
+    code, _, err = tail(db, "--chain", chain, "--collected", tmp_path / "gone.ndjson")
+    assert code == 1 and err.startswith(b"Conflict: the collected file") and b"does not exist" in err
+    code, _, err = tail(db, "--after", event(lines[0]), "--collected", out)
+    assert code == 1 and err.startswith(b"Unsupported: --collected is checked against")
 
 
 def test_follow_with_a_cursor_survives_kill_9(mixed, tmp_path):

@@ -103,3 +103,17 @@ def publish(tmp: Path, url: str, *extra, names=SOURCES, **kw) -> dict:
 
 def consume(tmp: Path, url: str, target: str, *extra, **kw) -> dict:
     return json.loads(cli("--json", "sync", "--from", url, "--to", target, *extra, cwd=tmp, **kw).stdout)
+
+
+def write_items(path, *items) -> None:
+    """Commit each item as its own transaction in the store at ``path``."""
+    with fgraph.connect(str(path)) as db:
+        for item in items:
+            db.transact(item)
+
+
+def store_ident(path) -> str:
+    """The sync identity (``store_id``) of the store at ``path``."""
+    from fgraph.bridges.sync.log import store_id
+    with fgraph.connect(str(path), read_only=True) as db:
+        return store_id(db)

@@ -147,7 +147,10 @@ def test_a_cluster_under_chaos_with_no_supervisor_loses_and_doubles_nothing(tmp_
             assert verdict(tmp_path / central) == "ok", central
         digests = {central: content_digest(tmp_path, central) for central in CENTRALS}
         assert len(set(digests.values())) == 1, f"the centrals differ in content: {digests}"
-        assert chaos.messages(cluster, STREAM) == len(expected), "lost or doubled events in the stream"
+        held = []
+        wait_for(lambda: held.append(chaos.messages(cluster, STREAM)) or held[-1] is not None, WAIT,
+                 "the stream to say how many messages it holds")
+        assert held[-1] == len(expected), f"lost or doubled events in the stream: {held[-1]} for {len(expected)}"
     finally:
         for writer in writers:
             writer.stop_file.touch()

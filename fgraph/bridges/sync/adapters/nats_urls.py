@@ -99,8 +99,8 @@ def display(servers: list[str]) -> str:
 
 def split(server: str) -> list[str]:
     """``display``'s inverse: ``nats://a:4222,b:4223`` → each seed's URL."""
-    scheme, _, rest = server.partition("://")
-    return [f"{scheme}://{seed}" for seed in rest.split(",")]
+    scheme, _, seeds = server.partition("://")
+    return [f"{scheme}://{seed}" for seed in seeds.split(",")]
 
 
 def options(servers: list[str], login: Mapping[str, str], tls) -> dict:
