@@ -169,6 +169,7 @@ class Engine:
         new_vars = [v for v in p.variables if v not in rel.index]
         out = self.relation(rel.vars + new_vars)
         units, statements = 0, []
+        remaining = self.work.limit - self.work.used
         for visible, dtx, added in self._branches(p.added):
             hint = self._index(access, visible)
             exprs = {"e": ("0", "f.e"), "a": ("0", "f.a"), "v": ("f.t", "f.v"), "tx": ("0", dtx),
@@ -197,7 +198,9 @@ class Engine:
                 conds.append(cond)
                 params += args
                 keys[pos] = (cond, args)
-            units += self._examined(p, access, rel, visible, hint, keys)
+            units += self._examined(p, access, rel, visible, hint, keys, remaining - units)
+            if units > remaining:
+                break  # counted past the budget: the charge below refuses the query
             select = rel.columns("b") + [x for var in new_vars for x in first[var]]
             statements.append((select, added, f"FROM {rel.table} b, fgraph_facts f{hint} WHERE {' AND '.join(conds)}",
                                params))
@@ -219,11 +222,16 @@ class Engine:
             self.insert(out, names, f"FROM ({' UNION ALL '.join(parts)}) ORDER BY k0, k1, k2 DESC", params)
         return out
 
-    def _examined(self, p: Pattern, access: str, rel: Relation, visible: str, hint: str, keys: dict) -> int:
+    def _examined(self, p: Pattern, access: str, rel: Relation, visible: str, hint: str, keys: dict,
+                  cap: int) -> int:
         """The datoms one branch of a pattern examines, summed over the incoming bindings (§10),
         charged as the published runtime charges them: the access path's key, narrowed by a bound
         transaction position; a binding whose entity, attribute or transaction variable holds a
-        plain value (not an entity) reads as if that position were unbound."""
+        plain value (not an entity) reads as if that position were unbound.
+
+        Counting stops once it passes ``cap`` (the budget left): the answer is then some number
+        above ``cap``, enough to refuse the query, so a pattern over a cross product costs about
+        the budget to refuse, not the product (issue 52)."""
         entity_vars = [(pos, term) for pos, term in (("e", p.e), ("a", p.a), ("tx", p.tx))
                        if pos in keys and is_var(term)]
         tags = [f"({rel.pair(term)[0]} = {TAG_REF})" for _, term in entity_vars]
@@ -247,14 +255,21 @@ class Engine:
                 # CROSS JOIN keeps the bindings outside, as the pattern's own statement reads them:
                 # left free, SQLite may walk the attribute's whole range and probe the bindings
                 # from it (a point join over 1,000,000 transactions: 95 ms, not 0.02; issue 34)
-                units += self.conn.execute(f"SELECT count(*) FROM {rel.table} b CROSS JOIN fgraph_facts f{index} WHERE "
-                                           + " AND ".join(key_conds + filters), key_params).fetchone()[0]
+                units += self._at_most(f"SELECT 1 FROM {rel.table} b CROSS JOIN fgraph_facts f{index} WHERE "
+                                       + " AND ".join(key_conds + filters), key_params, cap - units)
             else:
                 bindings = self.count(rel) if not filters else self.conn.execute(
                     f"SELECT count(*) FROM {rel.table} b WHERE {' AND '.join(filters)}").fetchone()[0]
-                units += bindings * self.conn.execute(
-                    f"SELECT count(*) FROM fgraph_facts f WHERE {visible}").fetchone()[0]
+                if bindings:
+                    units += bindings * self._at_most(f"SELECT 1 FROM fgraph_facts f WHERE {visible}", [],
+                                                      (cap - units) // bindings)
+            if units > cap:
+                break
         return units
+
+    def _at_most(self, select: str, params: list, most: int) -> int:
+        """The rows ``select`` yields, counted up to ``most`` + 1 and no further."""
+        return self.conn.execute(f"SELECT count(*) FROM ({select} LIMIT ?)", [*params, max(most, 0) + 1]).fetchone()[0]
 
     def predicate(self, p: Predicate, rel: Relation) -> Relation:
         where = f"predicate {p.ordinal}"
