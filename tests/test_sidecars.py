@@ -345,7 +345,7 @@ def test_a_really_full_disk_for_the_marker_is_a_typed_error(tmp_path):
     try:
         fg("--db", "x.db", "add", '{"id":"ada","p/name":"Ada"}', cwd=mount, check=True)
         basis = latest("x.db", mount)
-        with open(mount / "filler", "wb") as filler:
+        with open(mount / "filler", "wb", buffering=0) as filler:   # unbuffered: closing it never flushes onto a full disk
             try:
                 while True:
                     filler.write(b"\0" * 65536)

@@ -3,8 +3,8 @@
 
 A store at ``DB`` has, beside it, SQLite's ``DB-journal``, ``DB-wal`` and ``DB-shm``, and fgraph's
 own files: the scrub marker, the owed-excisions note, a sync target's cursor and lock, the
-store's signing key and a target's pinned keys, the vector index files and the temporaries of an
-atomic write (``core.files.write_atomically``). A file that takes one of those names is read,
+store's signing key and a target's pinned keys, the counts of ``info``, the vector index files
+and the temporaries of an atomic write (``core.files.write_atomically``). A file that takes one of those names is read,
 replaced or removed as part of that store, so:
 
 - ``refuse_sidecar_name``: no new database, backup, restored copy or chain file takes the
@@ -36,6 +36,7 @@ SIGNING_KEY = ".signing-key"          # fgraph.bridges.sync.signing: the store's
 SYNC_KEYS = ".sync-keys.json"         # fgraph.bridges.sync.trust: the keys a target pinned, per store
 SYNC_PROVENANCE = ".sync-provenance"  # fgraph.bridges.sync.trust: which store brought which of a target's transactions
 SYNC_QUARANTINE = ".sync-quarantine"  # fgraph.bridges.sync.quarantine: messages a target's consumer set aside
+INFO_COUNTS = ".info-counts"         # fgraph.core.stats_cache: the counts of info at one basis (issue 52)
 VECTOR_INDEX_INFIX = ".vectors-"      # DB.vectors-ATTR.usearch and .json: fgraph.query.search.vector_index
 
 #: every fixed suffix a store's sidecar adds to its path, with what the file is
@@ -49,6 +50,7 @@ SUFFIXES: dict[str, str] = {
     SYNC_KEYS: "pinned keys",
     SYNC_PROVENANCE: "sync provenance",
     SYNC_QUARANTINE: "sync quarantine",
+    INFO_COUNTS: "info counts cache",
 }
 #: the sidecar names made with a number or a random part: (pattern of the name's end, what it is)
 PATTERNS = (
