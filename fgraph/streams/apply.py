@@ -24,6 +24,7 @@ from fgraph.core.values import RefWire
 from fgraph.core.limits import APPLY_BATCH_ROWS, BATCH_BYTES, EVENT_KEYS, MAX_EVENT_BYTES
 from fgraph.core.replay import Replay
 from fgraph.core.session import WriteSession
+from fgraph.streams import ahead as lines_ahead
 from fgraph.streams.lines import iter_lines, not_utf8
 
 REQUIRED_KEYS = ("asserted", "at", "created", "event", "fgraph", "retracted")
@@ -114,12 +115,15 @@ def validate_record(record) -> None:
         check_tagged(item[1], item[2])
 
 
-def apply_record(session: WriteSession, record: dict, *, details: bool = True) -> dict:
+def apply_record(session: WriteSession, record: dict, *, details: bool = True,
+                 canonical: str | None = None, digest: bytes | None = None) -> dict:
     """Apply one validated record inside the caller's write transaction (``details``: the report
-    lists the facts it asserted and retracted, as ``Db.apply`` returns them)."""
+    lists the facts it asserted and retracted, as ``Db.apply`` returns them). ``canonical`` and
+    ``digest``: the record's canonical text and its SHA-256, when the caller has them already."""
     conn = session.conn
-    canonical = dumps(record)
-    digest = hashlib.sha256(canonical.encode("utf-8")).digest()
+    if canonical is None or digest is None:
+        canonical = dumps(record)
+        digest = hashlib.sha256(canonical.encode("utf-8")).digest()
     cat = session.catalog()
     existing = cat.id_by_gid(uuid_to_gid(record["event"]))
     if existing is not None:
@@ -172,6 +176,8 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
     reports and summary otherwise (``fgraph review`` of a file tries this first).
     ``skip(record)`` true: the record is passed over and counted as ``stood_in`` (sync: the target
     holds what stands for it, ``fgraph.ops.propagate.StandIns``).
+    Past its first lines, a long stream's lines are checked by a child process while this one
+    writes (``fgraph.streams.ahead``); the same result either way.
     """
     summary = {"already_applied": 0, "applied": 0, "events": 0, "noop": 0}
     if skip is not None:
@@ -184,32 +190,40 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
             dry.basis = Catalog(conn).latest_tx()
         careful = dry is not None and not optimistic
         writer = session.buffered() if bulk and not careful else session
-        for number, line in iter_lines(source):
-            try:
-                record = parse_line(number, line, source)
-                if skip is not None and skip(record):
-                    summary["events"] += 1
-                    summary["stood_in"] += 1
+        lines = lines_ahead.ahead(iter_lines(source), "apply")
+        try:
+            for number, line, checked in lines:
+                try:
+                    if checked:    # a valid record whose canonical text is the line (streams.ahead)
+                        record, canonical, digest = lines_ahead.applied_line(line)
+                    else:
+                        record, canonical, digest = parse_line(number, line, source), None, None
+                    if skip is not None and skip(record):
+                        summary["events"] += 1
+                        summary["stood_in"] += 1
+                        continue
+                    if careful:
+                        report = dry.apply(session, number, record, canonical, digest)
+                    else:
+                        report = apply_record(writer, record, details=on_report is not None or dry is not None,
+                                              canonical=canonical, digest=digest)
+                        if dry is not None:
+                            dry.note_disagreements(number, record, report)
+                        if writer.overlay is not None and writer.overlay.full(APPLY_BATCH_ROWS, BATCH_BYTES):
+                            _flush(writer)
+                except FgraphError as exc:
+                    if dry is not None and not careful and isinstance(exc, Conflict):
+                        raise ConflictAhead() from None
+                    # a dry run past a conflict keeps it as the cause: apply would have stopped there (refusal())
+                    raise exc.at_line(number) from (dry.refusal if dry is not None else None)
+                summary["events"] += 1
+                if report is None:
                     continue
-                if careful:
-                    report = dry.apply(session, number, record)
-                else:
-                    report = apply_record(writer, record, details=on_report is not None or dry is not None)
-                    if dry is not None:
-                        dry.note_disagreements(number, record, report)
-                    if writer.overlay is not None and writer.overlay.full(APPLY_BATCH_ROWS, BATCH_BYTES):
-                        _flush(writer)
-            except FgraphError as exc:
-                if dry is not None and not careful and isinstance(exc, Conflict):
-                    raise ConflictAhead() from None
-                # a dry run past a conflict keeps it as the cause: apply would have stopped there (refusal())
-                raise exc.at_line(number) from (dry.refusal if dry is not None else None)
-            summary["events"] += 1
-            if report is None:
-                continue
-            summary[report["status"]] += 1
-            if on_report is not None:
-                on_report(report)
+                summary[report["status"]] += 1
+                if on_report is not None:
+                    on_report(report)
+        finally:
+            lines.close()   # the child, if any, ends here
         if writer.overlay is not None and dry is None:
             _flush(writer)
         summary["basis_tx"] = Catalog(conn).latest_tx()
@@ -231,10 +245,11 @@ class DryRun:
         self.conflicting = 0
         self.refusal: Conflict | None = None   # the first conflict: what apply would raise
 
-    def apply(self, session: WriteSession, number: int, record: dict) -> dict | None:
+    def apply(self, session: WriteSession, number: int, record: dict, canonical: str | None = None,
+              digest: bytes | None = None) -> dict | None:
         try:
             with step(session.conn, session.schema_cache, session.identity_cache):
-                report = apply_record(session, record)
+                report = apply_record(session, record, canonical=canonical, digest=digest)
         except Conflict as exc:
             self.conflicting += 1
             if self.refusal is None:

@@ -1,0 +1,287 @@
+"""Apply and restore on two cores: a child process checks the lines ahead while this one writes.
+
+Every line of an event/1 stream is parsed, validated (``apply.parse_line``) and encoded again
+for its canonical text before the writer plans it; every line of a snapshot/1 stream is parsed
+and proved to be its record's canonical bytes (``restore.parse.parse_line``). For streams
+written by ``fgraph tail`` and ``fgraph snapshot`` the canonical bytes are the line itself. That
+work depends on the line alone, so a child process does it for the next batches while this
+process plans and commits the current ones (issue 52 item 1), and answers one flag per line: 1
+when the line passed (``CHECKS``): apply — a valid record whose canonical bytes are the line;
+restore — a line ``restore.parse.parse_line`` proves canonical. For such a line this process
+only parses it (and apply hashes it); every other line (flag 0, no answer in time, a line over
+``LINE_BYTES``, a child that failed) takes the ordinary path with its own errors at its own
+line. The child runs the same functions of the same package (its path is handed over and
+checked) on the same bytes, so a flag saves work without changing an answer; a child that dies,
+stalls or answers anything but 0 or 1 is no longer asked (tests/streams/test_ahead.py).
+
+This process never waits for the child (``WAIT_SECONDS``): a batch whose answer has not arrived
+is handled here, and its answer dropped when it comes. A stream's first ``START_AFTER`` lines
+are handled without a child (a short stream is not worth its start-up); after that, lines are
+read ahead at most ``IN_FLIGHT`` batches of ``BATCH_LINES`` lines or ``BATCH_BYTES`` bytes, and
+an error raised by the source itself while reading ahead is raised where it would have been:
+after every line read before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+
+import orjson
+
+START_AFTER = 2048
+BATCH_LINES = 256
+BATCH_BYTES = 256 * 1024
+LINE_BYTES = 64 * 1024      # longer lines are checked in process (rare, and sent for nothing)
+IN_FLIGHT = 4
+WAIT_SECONDS = 0.0          # how long a batch waits for its answer (tests wait; apply never does)
+# the child imports the very package this process runs (its directory first on sys.path, then checked)
+CHILD_CODE = ("import sys; sys.path.insert(0, sys.argv[2]); from fgraph.streams.ahead import child_main; "
+              "child_main(sys.argv[1], sys.argv[3])")
+_U32 = struct.Struct("<I")
+
+
+def ahead(lines: Iterable[tuple[int, bytes | str]], kind: str, *,
+          start_after: int | None = None) -> Iterator[tuple[int, bytes | str, bool]]:
+    """``(number, line, checked)`` for every ``(number, line)`` of ``lines``, in order; ``checked``
+    is true when the child's check ``kind`` (a key of ``CHECKS``) passed. ``start_after``:
+    ``START_AFTER`` unless given; negative, no child at all."""
+    source = iter(lines)
+    if start_after is None:
+        start_after = START_AFTER
+    if start_after < 0:
+        for number, line in source:
+            yield number, line, False
+        return
+    for _ in range(start_after):
+        try:
+            number, line = next(source)
+        except StopIteration:
+            return
+        yield number, line, False
+    child = Child.start(kind)
+    if child is None:
+        for number, line in source:
+            yield number, line, False
+        return
+    try:
+        yield from child.run(source)
+    finally:
+        child.stop()
+
+
+class Child:
+    """The checking child: batches go to its stdin from a writer thread (a pipe write never
+    blocks this thread), its flags are read here without blocking."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.out_fd = proc.stdout.fileno()  # type: ignore[union-attr]
+        os.set_blocking(self.out_fd, False)
+        self.flags = bytearray()      # answers received and not used yet
+        self.owed = 0                 # bytes of answers to drop (batches done without them)
+        self.failed = False
+        self.outbox: queue.Queue = queue.Queue()
+        self.writer = threading.Thread(target=self._write, name="fgraph-apply-ahead", daemon=True)
+        self.writer.start()
+
+    @classmethod
+    def start(cls, kind: str) -> Child | None:
+        try:
+            package = os.path.dirname(os.path.abspath(__file__))
+            proc = subprocess.Popen([sys.executable, "-P", "-c", CHILD_CODE, kind,
+                                     os.path.dirname(os.path.dirname(package)), package], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            return None
+        return cls(proc)
+
+    def run(self, source: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[int, bytes | str, bool]]:
+        sent: deque[list[tuple[int, bytes | str]]] = deque()
+        failure: Exception | None = None
+        done = False
+        while True:
+            while not done and len(sent) < IN_FLIGHT:
+                batch: list[tuple[int, bytes | str]] = []
+                size = 0
+                try:
+                    while len(batch) < BATCH_LINES and size < BATCH_BYTES:
+                        number, line = next(source)
+                        batch.append((number, line))
+                        size += len(line)
+                except StopIteration:
+                    done = True
+                except Exception as exc:  # noqa: BLE001 - the source's own error, raised in its place below
+                    done, failure = True, exc
+                if batch:
+                    self.send(batch)
+                    sent.append(batch)
+            if not sent:
+                break
+            batch = sent.popleft()
+            flags = self.answer(len(batch))
+            if flags is None:
+                for number, line in batch:
+                    yield number, line, False
+            else:
+                for (number, line), flag in zip(batch, flags):
+                    yield number, line, flag == 1
+        if failure is not None:
+            raise failure
+
+    def send(self, batch: list[tuple[int, bytes | str]]) -> None:
+        if self.failed:
+            return
+        parts = []
+        lengths = bytearray(_U32.pack(len(batch)))
+        for _, line in batch:
+            raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+            if len(raw) > LINE_BYTES:
+                raw = b""      # not sent: the child answers 0 for an empty line
+            lengths += _U32.pack(len(raw))
+            parts.append(raw)
+        self.outbox.put(bytes(lengths) + b"".join(parts))
+
+    def answer(self, count: int) -> bytes | None:
+        """The flags of the next batch if they have all arrived, else None (that batch's answer is
+        dropped when it comes)."""
+        if self.failed:
+            return None
+        self._receive()
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not self.failed and len(self.flags) < self.owed + count and time.monotonic() < deadline:
+            select.select([self.out_fd], [], [], max(0.0, deadline - time.monotonic()))
+            self._receive()
+        if self.owed:
+            dropped = min(self.owed, len(self.flags))
+            del self.flags[:dropped]
+            self.owed -= dropped
+        if self.failed or self.owed or len(self.flags) < count:
+            self.owed += count
+            return None
+        flags = bytes(self.flags[:count])
+        del self.flags[:count]
+        if flags.strip(b"\x00\x01"):
+            self.give_up()
+            return None
+        return flags
+
+    def _receive(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.out_fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.give_up()
+                return
+            if not chunk:
+                self.give_up()
+                return
+            self.flags += chunk
+
+    def _write(self) -> None:
+        stdin = self.proc.stdin
+        try:
+            while True:
+                data = self.outbox.get()
+                if data is None:
+                    break
+                stdin.write(data)  # type: ignore[union-attr]
+                stdin.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                stdin.close()  # type: ignore[union-attr]
+            except (OSError, ValueError):
+                pass
+
+    def give_up(self) -> None:
+        self.failed = True
+
+    def stop(self) -> None:
+        """End the child (closing its input ends it; kill it if it does not go) and reap it."""
+        self.failed = True
+        self.outbox.put(None)
+        self.writer.join(timeout=5)
+        proc = self.proc
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+
+
+def check_apply(raw: bytes) -> int:
+    """1 when ``raw`` is a line apply accepts whose record's canonical bytes are ``raw`` itself."""
+    from fgraph.core.canonical import dumps_bytes
+    from fgraph.streams.apply import parse_line
+    try:
+        return 1 if dumps_bytes(parse_line(0, raw)) == raw else 0
+    except Exception:  # noqa: BLE001 - any refusal is for the parent to make, at its line
+        return 0
+
+
+def check_restore(raw: bytes) -> int:
+    """1 when ``restore.parse.parse_line`` proves ``raw`` its record's canonical bytes."""
+    from fgraph.streams.restore.parse import parse_line
+    try:
+        parsed = parse_line(raw)
+    except Exception:  # noqa: BLE001 - as above
+        return 0
+    return 1 if parsed is not None and parsed[1] is not None else 0
+
+
+CHECKS = {"apply": check_apply, "restore": check_restore}
+
+
+def applied_line(line: bytes | str) -> tuple[dict, str, bytes]:
+    """``(record, canonical text, SHA-256)`` of an event/1 line that passed ``check_apply``: parsed
+    as ``apply.parse_line`` parses it (not validated again); its text is its canonical text."""
+    from fgraph.core.canonical import loads
+    raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    return loads(raw), raw.decode("utf-8"), hashlib.sha256(raw).digest()  # type: ignore[return-value]
+
+
+def restored_line(raw: bytes) -> tuple[object, bytes]:
+    """``restore.parse.parse_line``'s answer for a line that passed ``check_restore``."""
+    return orjson.loads(raw), raw
+
+
+def child_main(kind: str, package: str) -> None:
+    """In the child: for each batch on stdin (count, lengths, lines), one flag per line on stdout
+    (0 for an empty line: one not sent). A child that is not the parent's own code (``package``:
+    the parent's ``fgraph/streams``) answers nothing, and the parent does the work."""
+    if os.path.dirname(os.path.abspath(__file__)) != package:
+        return
+    check = CHECKS[kind]
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    try:
+        while True:
+            head = inp.read(4)
+            if len(head) < 4:
+                return
+            (count,) = _U32.unpack(head)
+            lengths = inp.read(4 * count)
+            if len(lengths) < 4 * count:
+                return
+            sizes = [_U32.unpack_from(lengths, 4 * i)[0] for i in range(count)]
+            data = inp.read(sum(sizes))
+            flags = bytearray(count)
+            at = 0
+            for i, size in enumerate(sizes):
+                flags[i] = check(data[at:at + size]) if size else 0
+                at += size
+            out.write(flags)
+            out.flush()
+    except (OSError, KeyboardInterrupt):
+        return
