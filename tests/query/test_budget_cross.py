@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 import fgraph
-import fgraph.query.datalog.engine as engine_module
-from tests.support.cross_store import THREE, TITLE, build_cross_store
+from tests.support.cross_store import THREE, TITLE, build_cross_store, spending_recorder
 
 STEP = 100          # a progress handler call every STEP virtual-machine instructions
 PER_UNIT = 50       # instructions a refused query may spend per budget unit (measured: about 11)
@@ -37,23 +36,7 @@ def refused_after(path, query, budget: int) -> int:
 
 @pytest.fixture
 def units(monkeypatch):
-    """A function giving the units a query spends under an unbounded budget (a spending recorder)."""
-    spent = []
-
-    class Recording(engine_module.WorkBudget):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            spent.append(self)
-
-    monkeypatch.setattr(engine_module, "WorkBudget", Recording)
-
-    def measure(path, query) -> int:
-        spent.clear()
-        with fgraph.connect(str(path), read_only=True, query_budget=10**12) as db:
-            db.q(query)
-        return sum(budget.used for budget in spent)
-
-    return measure
+    return spending_recorder(monkeypatch)
 
 
 @pytest.fixture(scope="module")

@@ -29,3 +29,29 @@ def build_cross_store(path: str, titles: int, knows: int, notes: int = 0, retrac
                 db.transact(records[start:start + BATCH])
         if retracted:  # history then holds retraction datoms too
             db.transact([["retract", f"k{m}", "person/knows", {"ref": f"p{(m * 10) % titles}"}] for m in range(retracted)])
+
+
+def spending_recorder(monkeypatch, ceiling: int = 10**12):
+    """A function giving the work units a query spends on this runtime, in-process, under a budget
+    of ``ceiling`` (None when it is refused): every WorkBudget the engine makes is recorded."""
+    import fgraph.query.datalog.engine as engine_module  # noqa: PLC0415 - only the tests that measure patch it
+
+    spent = []
+
+    class Recording(engine_module.WorkBudget):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            spent.append(self)
+
+    monkeypatch.setattr(engine_module, "WorkBudget", Recording)
+
+    def measure(path, query) -> int | None:
+        spent.clear()
+        with fgraph.connect(str(path), read_only=True, query_budget=ceiling) as db:
+            try:
+                db.q(query)
+            except fgraph.TooLarge:
+                return None
+        return sum(budget.used for budget in spent)
+
+    return measure
