@@ -27,7 +27,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -44,6 +44,7 @@ FORMAT = "fgraph-info-counts/1"
 COUNTS = ("attributes", "blobs", "facts", "ids", "retracted", "transactions")
 CATCH_UP_EVENTS = 20_000   # events past the cache's basis read before counting anew is cheaper
 READ_LIMIT = 4096
+WRITING = 2   # SQLITE_TXN_WRITE: inside a write transaction (a speculation), whose counts may be rolled back
 
 Counts = dict[str, int]
 Fresh = Callable[[], Counts]
@@ -77,7 +78,8 @@ def counts_at(conn: apsw.Connection, basis: int, fresh: Fresh, delta: Delta) -> 
             counts = {k: document["counts"][k] + step[k] for k in COUNTS}
     if counts is None:
         counts = fresh()
-    if basis == _latest(conn) and _writable(db_path) and _writable(os.path.dirname(os.path.abspath(db_path))):
+    if basis == _latest(conn) and conn.txn_state("main") != WRITING and _writable(db_path) \
+            and _writable(os.path.dirname(os.path.abspath(db_path))):   # never counts not yet committed
         _write(cache, identity, basis, _event_of(conn, basis), counts)
     return counts
 
@@ -118,7 +120,7 @@ def _checksum(body: dict[str, object]) -> str:
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _read(cache: str, identity: dict[str, object]) -> dict | None:
+def _read(cache: str, identity: dict[str, object]) -> dict[str, Any] | None:
     """The cache's document when it is a regular file of this format, intact, naming this
     database; None for anything else (nothing is raised: ``info`` answers from the indexes)."""
     try:

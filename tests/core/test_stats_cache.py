@@ -280,3 +280,16 @@ def test_the_cost_of_info_follows_what_changed_not_the_history(tmp_path):
             assert figures(db) == plain(db.connection)
     small, large = costs
     assert large < 1.5 * small, costs
+
+
+def test_counts_inside_a_speculation_are_exact_and_never_kept(tmp_path):
+    path = str(tmp_path / "s.db")
+    with fgraph.connect(path, clock=CONFORMANCE_CLOCK) as db:
+        db.transact({"id": "ada", "person/name": "Ada"})
+        kept = cache_document(path) if figures(db) else None
+        with db.speculate():
+            db.transact({"id": "bob", "person/name": "Bob", "note/raw": {"bytes": "QUJD"}})
+            assert figures(db) == plain(db.connection)
+            assert cache_document(path) == kept
+        assert figures(db) == plain(db.connection)
+        assert cache_document(path) == kept
