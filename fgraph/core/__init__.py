@@ -6,7 +6,7 @@
 - names, identities and clocks: ``names``, ``identity``, ``timespec``, ``timepoints``
 - the write path: ``session``, ``txn``, ``transact``, ``plan``, ``selectors``, ``operations``,
   ``constraints``, ``declare``, ``schema_cache``, ``replay``, ``replay_plan``, ``overlay``, ``rows``
-- reads: ``catalog``, ``reads``, ``asof``, ``name_lookup``, ``stats``, ``payload``, ``agreement``
+- reads: ``catalog``, ``reads``, ``asof``, ``name_lookup``, ``stats``, ``stats_cache``, ``payload``, ``agreement``
 - errors, limits and settings: ``errors``, ``sqlite_errors``, ``limits``, ``settings``
 
 docs/architecture.md lists the modules under these groups, read from the lines above. The groups are
