@@ -116,7 +116,7 @@ def _latest(conn: apsw.Connection) -> int:
     return latest
 
 
-def _checksum(body: dict[str, object]) -> str:
+def checksum(body: dict[str, object]) -> str:
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
@@ -140,7 +140,7 @@ def _read(cache: str, identity: dict[str, object]) -> dict[str, Any] | None:
         return None
     body = {k: v for k, v in document.items() if k != "checksum"}
     counts = document.get("counts")
-    if document.get("checksum") != _checksum(body) or document.get("store") != identity \
+    if document.get("checksum") != checksum(body) or document.get("store") != identity \
             or not isinstance(counts, dict) or set(counts) != set(COUNTS) \
             or not all(type(counts[k]) is int and counts[k] >= 0 for k in COUNTS) \
             or type(document.get("basis")) is not int:
@@ -151,7 +151,7 @@ def _read(cache: str, identity: dict[str, object]) -> dict[str, Any] | None:
 def _write(cache: str, identity: dict[str, object], basis: int, event: list[str] | None, counts: Counts) -> None:
     body: dict[str, object] = {"basis": basis, "basis_event": event, "counts": counts, "format": FORMAT,
                                "store": identity}
-    data = orjson.dumps({**body, "checksum": _checksum(body)}, option=orjson.OPT_SORT_KEYS)
+    data = orjson.dumps({**body, "checksum": checksum(body)}, option=orjson.OPT_SORT_KEYS)
     try:
         files.write_atomically(cache, data, "info counts cache")
     except FgraphError:

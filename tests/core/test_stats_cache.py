@@ -166,7 +166,7 @@ def two_stores(tmp_path):
 def rewritten(document: dict, **changes) -> bytes:
     body = {k: v for k, v in document.items() if k != "checksum"}
     body.update(changes)
-    return orjson.dumps({**body, "checksum": stats_cache._checksum(body)}, option=orjson.OPT_SORT_KEYS)
+    return orjson.dumps({**body, "checksum": stats_cache.checksum(body)}, option=orjson.OPT_SORT_KEYS)
 
 
 @pytest.mark.parametrize("kind", ["truncated", "garbage", "edited", "forged-other-store", "forged-basis-event",
