@@ -11,8 +11,8 @@ ended a row (an excision, a redacted stub or a nohistory deletion changes histor
 basis: the counts are then taken anew). Anything else — no file, a link, a FIFO, a directory, a
 file too large, unreadable, damaged, of another database or of another history, a basis later than
 this view's, more than ``CATCH_UP_EVENTS`` events behind — is ignored and the counts are taken
-from the indexes as before. Counts taken or brought forward at the latest basis are written back
-atomically (``fgraph.core.files.write_atomically``: never through a link, never a half file), and
+from the indexes as before. Counts taken anew, or brought forward over ``REWRITE_EVENTS`` or more
+transactions, at the latest basis are written back atomically (``fgraph.core.files.write_atomically``: never through a link, never a half file), and
 only when the database file and its directory are writable (by permission and by their mode bits):
 a read-only database or directory answers the same figures and writes nothing.
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 FORMAT = "fgraph-info-counts/1"
 COUNTS = ("attributes", "blobs", "facts", "ids", "retracted", "transactions")
 CATCH_UP_EVENTS = 20_000   # events past the cache's basis read before counting anew is cheaper
+REWRITE_EVENTS = 64        # events past the cache's basis that make a call write the file anew
 READ_LIMIT = 4096
 WRITING = 2   # SQLITE_TXN_WRITE: inside a write transaction (a speculation), whose counts may be rolled back
 
@@ -73,9 +74,12 @@ def counts_at(conn: apsw.Connection, basis: int, fresh: Fresh, delta: Delta) -> 
         since = document["basis"]
         if since == basis:
             return {k: document["counts"][k] for k in COUNTS}
-        if _plain_history(conn, since, basis):
+        behind = _plain_history(conn, since, basis)
+        if behind is not None:
             step = delta(since, basis)
             counts = {k: document["counts"][k] + step[k] for k in COUNTS}
+            if behind < REWRITE_EVENTS:
+                return counts     # a few events to read again next time cost less than a write and its fsyncs
     if counts is None:
         counts = fresh()
     if basis == _latest(conn) and conn.txn_state("main") != WRITING and _writable(db_path) \
@@ -158,14 +162,14 @@ def _write(cache: str, identity: dict[str, object], basis: int, event: list[str]
         pass   # a read-only directory, or something not a file in the cache's place: answer without it
 
 
-def _plain_history(conn: apsw.Connection, since: int, basis: int) -> bool:
-    """True when the transactions in (since, basis] changed nothing at or before ``since``: each
-    is a verified plain event/1 record, and the rows they ended all still exist (a nohistory
-    retraction deletes its row, an excision deletes rows and redacts events)."""
+def _plain_history(conn: apsw.Connection, since: int, basis: int) -> int | None:
+    """The number of transactions in (since, basis] when they changed nothing at or before
+    ``since`` — each is a verified plain event/1 record, and the rows they ended all still exist
+    (a nohistory retraction deletes its row, an excision deletes rows and redacts events) — else None."""
     (events,) = conn.execute("SELECT count(*) FROM fgraph_events WHERE tx > ? AND tx <= ?",
                              (since, basis)).fetchone()  # type: ignore[misc]
     if events > CATCH_UP_EVENTS:
-        return False
+        return None
     listed = 0
     try:
         for tx, data, event_hash in conn.execute(
@@ -173,13 +177,13 @@ def _plain_history(conn: apsw.Connection, since: int, basis: int) -> bool:
                 (since, basis)):
             text = verified_text(tx, data, event_hash)
             if text is None:
-                return False
+                return None
             record = loads(text)
             if not isinstance(record, dict) or set(record) - EVENT_KEYS or not isinstance(record.get("retracted"), list):
-                return False
+                return None
             listed += len(record["retracted"])
     except (FgraphError, ValueError):
-        return False
+        return None
     (ended,) = conn.execute("SELECT count(*) FROM fgraph_facts INDEXED BY fgraph_txout WHERE rx > ? AND rx <= ?",
                             (since, basis)).fetchone()  # type: ignore[misc]
-    return bool(ended == listed)
+    return events if ended == listed else None
