@@ -11,10 +11,11 @@ Each time is the best of --repeat runs; "us/unit" is that time less the same run
 fits), in microseconds: flat when time is bounded by the budget and not by the product.
 
     .venv/bin/python benchmarks/query_budget.py [--sizes 1000 6500 13000 26000] [--budgets 100000 325000 1000000]
-        [--repeat 1] [--ours-path DIR]
+        [--repeat 1] [--before DIR]
 
 The peer is FGRAPH_PEER (refpeer, or its fgraph executable); without it only our figures are printed.
---ours-path runs our CLI with that checkout first on PYTHONPATH (a worktree of an older commit: before/after).
+--before DIR adds a column: our CLI with that checkout first on PYTHONPATH (a worktree of an older
+commit), so before and after are measured in the same run.
 """
 
 from __future__ import annotations
@@ -83,15 +84,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 6500, 13000, 26000])
     parser.add_argument("--budgets", type=int, nargs="+", default=[100_000, 325_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--ours-path", default=None)
+    parser.add_argument("--before", default=None)
     args = parser.parse_args()
     ours_env = dict(os.environ)
     ours_env.pop("PYTHONPATH", None)
-    if args.ours_path:
-        ours_env["PYTHONPATH"] = os.path.abspath(args.ours_path)
-    peer_env = dict(os.environ)
-    peer_env.pop("PYTHONPATH", None)
+    peer_env = dict(ours_env)
     runtimes = [("ours", [fgraph_executable()], ours_env)]
+    if args.before:
+        runtimes.append(("before", [fgraph_executable()], dict(ours_env, PYTHONPATH=os.path.abspath(args.before))))
     peer = peer_argv()
     if peer:
         runtimes.append(("peer", peer, peer_env))
@@ -102,7 +102,7 @@ def main() -> None:
             seconds, product = build(path, size)
             stores[size] = (path, product)
             print(f"built {size} transactions in {seconds:.1f} s: the two-clause query needs {product:,} units")
-        startup = {name: timed([*argv, "--db", stores[args.sizes[0]][0], "q", json.dumps(POINT)], env, args.repeat)
+        startup = {name: timed([*argv, "--db", stores[args.sizes[0]][0], "q", json.dumps(POINT)], env, 3)
                    for name, argv, env in runtimes}
         print("start-up (one-datom query): " + ", ".join(f"{n} {s['seconds']:.2f} s" for n, s in startup.items()))
         cases = [(size, label, q, budget) for size in args.sizes
