@@ -178,12 +178,14 @@ def verdict(name: str, ratio: float) -> str:
     return f"target {kind.split()[0]} {kind.split()[1]} {goal}: {'met' if met else 'not met'}"
 
 
-def measure(events: int, tmp: str, exe: str) -> None:
-    source = os.path.join(tmp, f"src-{events}.db")
-    built = build_store(source, events)
+def measure(events: int, tmp: str, exe: str, keep: str | None = None) -> None:
+    source = os.path.join(keep or tmp, f"src-{events}.db")
+    built = 0.0
+    if keep is None or not os.path.exists(source):
+        built = build_store(source, events)
     checkpoint(source)
     size_mb = os.path.getsize(source) / 1e6
-    print(f"\n== {events:,} events: store {size_mb:.0f} MB (built in {built:.0f} s)")
+    print(f"\n== {events:,} events: store {size_mb:.0f} MB ({f'built in {built:.0f} s' if built else 'kept'})")
     stream, snap = os.path.join(tmp, f"events-{events}.ndjson"), os.path.join(tmp, f"snap-{events}.ndjson")
     run_measured([exe, "--db", source, "tail"], stdout=stream)
 
@@ -226,11 +228,12 @@ def measure(events: int, tmp: str, exe: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--keep", metavar="DIR", help="build each store once in DIR and reuse it (before/after runs)")
     args = parser.parse_args()
     exe = fgraph_executable()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         for events in args.events:
-            measure(events, tmp, exe)
+            measure(events, tmp, exe, args.keep)
 
 
 if __name__ == "__main__":

@@ -141,15 +141,12 @@ class Child:
     def send(self, batch: list[tuple[int, bytes | str]]) -> None:
         if self.failed:
             return
-        parts = []
-        lengths = bytearray(_U32.pack(len(batch)))
-        for _, line in batch:
-            raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
-            if len(raw) > LINE_BYTES:
-                raw = b""      # not sent: the child answers 0 for an empty line
-            lengths += _U32.pack(len(raw))
-            parts.append(raw)
-        self.outbox.put(bytes(lengths) + b"".join(parts))
+        parts = [line if type(line) is bytes else _encoded(line) for _, line in batch]
+        sizes = list(map(len, parts))
+        if max(sizes) > LINE_BYTES:    # not sent: the child answers 0 for an empty line
+            parts = [b"" if len(raw) > LINE_BYTES else raw for raw in parts]
+            sizes = list(map(len, parts))
+        self.outbox.put(struct.pack(f"<I{len(sizes)}I", len(sizes), *sizes) + b"".join(parts))
 
     def answer(self, count: int) -> bytes | None:
         """The flags of the next batch if they have all arrived, else None (that batch's answer is
@@ -221,6 +218,10 @@ class Child:
         proc.stdout.close()  # type: ignore[union-attr]
 
 
+def _encoded(line: bytes | str) -> bytes:
+    return line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
+
+
 def check_apply(raw: bytes) -> int:
     """1 when ``raw`` is a line apply accepts whose record's canonical bytes are ``raw`` itself."""
     from fgraph.core.canonical import dumps_bytes
@@ -248,7 +249,7 @@ def applied_line(line: bytes | str) -> tuple[dict, str, bytes]:
     """``(record, canonical text, SHA-256)`` of an event/1 line that passed ``check_apply``: parsed
     as ``apply.parse_line`` parses it (not validated again); its text is its canonical text."""
     from fgraph.core.canonical import loads
-    raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    raw = _encoded(line)
     return loads(raw), raw.decode("utf-8"), hashlib.sha256(raw).digest()  # type: ignore[return-value]
 
 
@@ -274,7 +275,7 @@ def child_main(kind: str, package: str) -> None:
             lengths = inp.read(4 * count)
             if len(lengths) < 4 * count:
                 return
-            sizes = [_U32.unpack_from(lengths, 4 * i)[0] for i in range(count)]
+            sizes = struct.unpack(f"<{count}I", lengths)
             data = inp.read(sum(sizes))
             flags = bytearray(count)
             at = 0
