@@ -2,7 +2,8 @@
 
 ``build_cross_store(path, titles, knows, notes)`` writes ``titles`` people with a ``person/title``,
 ``knows`` ``person/knows`` facts (ten per knower, all to those people) and ``notes`` notes with a
-``note/text`` (and retracts the first ref of ``retracted`` knowers): a query naming two or three of these attributes in clauses that share no variable
+``note/text`` (and retracts the first ref of ``retracted`` knowers; ``history`` tags of one entity,
+all but one retracted): a query naming two or three of these attributes in clauses that share no variable
 examines their product (spec 12 §10: n bindings that each examine k datoms cost n·k).
 """
 
@@ -17,7 +18,7 @@ THREE = {"find": ["?t", "?n"], "where": [["?p", "person/title", "?t"], ["?x", "p
                                          ["?m", "note/text", "?n"]]}
 
 
-def build_cross_store(path: str, titles: int, knows: int, notes: int = 0, retracted: int = 0) -> None:
+def build_cross_store(path: str, titles: int, knows: int, notes: int = 0, retracted: int = 0, history: int = 0) -> None:
     with fgraph.connect(path, clock=CONFORMANCE_CLOCK) as db:
         db.declare("person/knows", type="ref", many=True)
         people = [{"id": f"p{i}", "person/title": f"Title {i % 97}"} for i in range(titles)]
@@ -27,6 +28,10 @@ def build_cross_store(path: str, titles: int, knows: int, notes: int = 0, retrac
         for records in (people, knowers, written):
             for start in range(0, len(records), BATCH):
                 db.transact(records[start:start + BATCH])
+        if history:  # one live person/tag and ``history - 1`` retracted ones, all in its index range
+            db.declare("person/tag", many=True)
+            db.transact({"id": "h", "person/tag": [f"tag {i}" for i in range(history)]})
+            db.transact([["retract", "h", "person/tag", f"tag {i}"] for i in range(1, history)])
         if retracted:  # history then holds retraction datoms too
             db.transact([["retract", f"k{m}", "person/knows", {"ref": f"p{(m * 10) % titles}"}] for m in range(retracted)])
 

@@ -151,7 +151,11 @@ class Engine:
             return " INDEXED BY fgraph_avet"
         return ""
 
-    def pattern(self, p: Pattern, access: str, rel: Relation) -> Relation:
+    def pattern(self, p: Pattern, access: str, rel: Relation, scale: int = 1) -> Relation:
+        """Join ``rel`` with the pattern's datoms; ``scale`` bindings stand behind each row of ``rel``
+        (see ``paired``), so the units charged are ``scale`` times those examined."""
+        if rel.size > 1 and not set(p.variables) & set(rel.index):
+            return self.paired(p, access, rel)
         where = f"pattern {p.ordinal}"
         constants = {}
         for pos, term in (("e", p.e), ("a", p.a), ("v", p.v), ("tx", p.tx)):
@@ -169,7 +173,7 @@ class Engine:
         new_vars = [v for v in p.variables if v not in rel.index]
         out = self.relation(rel.vars + new_vars)
         units, statements = 0, []
-        remaining = self.work.limit - self.work.used
+        remaining = (self.work.limit - self.work.used) // scale
         for visible, dtx, added in self._branches(p.added):
             hint = self._index(access, visible)
             exprs = {"e": ("0", "f.e"), "a": ("0", "f.a"), "v": ("f.t", "f.v"), "tx": ("0", dtx),
@@ -204,7 +208,7 @@ class Engine:
             select = rel.columns("b") + [x for var in new_vars for x in first[var]]
             statements.append((select, added, f"FROM {rel.table} b, fgraph_facts f{hint} WHERE {' AND '.join(conds)}",
                                params))
-        self.charge(units)
+        self.charge(units * scale)
         if len(statements) == 1:
             select, _, rest, params = statements[0]
             self.insert(out, select, f"{rest} ORDER BY b.rowid, f.id", params)
@@ -220,6 +224,22 @@ class Engine:
                 parts.append(f"SELECT {', '.join(aliased + keys)} {rest}")
                 params += args
             self.insert(out, names, f"FROM ({' UNION ALL '.join(parts)}) ORDER BY k0, k1, k2 DESC", params)
+        return out
+
+    def paired(self, p: Pattern, access: str, rel: Relation) -> Relation:
+        """A pattern that shares no variable with the bindings (a cross product): its datoms are read
+        once, for one binding, and charged once per binding, then paired with every binding in
+        order, so the time is the units', not the bindings' times the attribute's whole history
+        (retracted datoms share the index range). Rows and order are those of the direct join:
+        bindings in order, each with the pattern's distinct matches in first-seen order."""
+        one = self.unit()
+        matches = self.pattern(p, access, one, scale=rel.size)
+        out = self.relation(rel.vars + matches.vars)
+        if matches.size:
+            self.insert(out, rel.columns("b") + matches.columns("m"),
+                        f"FROM {rel.table} b CROSS JOIN {matches.table} m ORDER BY b.rowid, m.rowid")
+        self.drop(matches)
+        self.drop(one)
         return out
 
     def _examined(self, p: Pattern, access: str, rel: Relation, visible: str, hint: str, keys: dict,
