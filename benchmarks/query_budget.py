@@ -2,10 +2,11 @@
 and on the published runtime in the same run, each a CLI call in its own process.
 
 Stores of N transactions (one person per transaction gets a ``person/title``, half of them also a
-``person/knows``), so the product the query would examine grows with N squared. For each store:
-two disjoint clauses and three at the default budget (100,000 units) and two at
-``--query-budget 325000`` (on 1,000 transactions its 166,425 units fit: an answer, whose time is
-its units'); then, on the largest store, the two-clause query at growing budgets.
+``person/knows``, and one in ten rewrites a counter), so the product the query would examine grows
+with N squared. For each store: two disjoint clauses and three at the default budget (100,000
+units); two at ``--query-budget 325000`` (on 1,000 transactions its 166,425 units fit: an answer);
+the titles beside the counter ("history": two units a title, answered, while the counter's
+retracted values share its index range); then, on the largest store, two clauses at growing budgets.
 Each time is the best of --repeat runs; "us/unit" is that time less the same runtime's start-up
 (a one-datom query) over the units spent (the budget when refused, the query's units when it
 fits), in microseconds: flat when time is bounded by the budget and not by the product.
@@ -34,12 +35,14 @@ from common import RSS_WRAPPER, fgraph, fgraph_executable
 TWO = {"find": ["?t"], "where": [["?p", "person/title", "?t"], ["?x", "person/knows", "?q"]]}
 THREE = {"find": ["?t"], "where": [["?p", "person/title", "?t"], ["?x", "person/knows", "?q"],
                                    ["?y", "person/title", "?z"]]}
+HISTORY = {"find": ["?t", "?v"], "where": [["?p", "person/title", "?t"], ["?c", "counter/value", "?v"]]}
 POINT = {"find": ["?t"], "where": [["person-1", "person/title", "?t"]]}
 
 
-def build(path: str, transactions: int, seed: int = 7) -> tuple[float, int]:
+def build(path: str, transactions: int, seed: int = 7) -> tuple[float, int, int]:
     """``transactions`` transactions, each giving a person a title and, one time in two, someone
-    they know; returns the build time and the units the two-clause query would need."""
+    they know, and one in ten rewriting a counter; returns the build time and the live titles and
+    knows."""
     rng = random.Random(seed)
     people = max(10, transactions // 3)
     start = time.perf_counter()
@@ -50,11 +53,11 @@ def build(path: str, transactions: int, seed: int = 7) -> tuple[float, int]:
             data = {"id": f"person-{rng.randrange(people)}", "person/title": f"Title {i % 500}"}
             if rng.random() < 0.5:
                 data["person/knows"] = {"ref": f"person-{rng.randrange(people)}"}
-            db.transact(data)
+            db.transact([data, {"id": "counter", "counter/value": i}] if i % 10 == 0 else data)
         live = ("SELECT count(*) FROM fgraph_facts f JOIN fgraph_ids i ON f.a = i.id "
                 "WHERE i.name = ? AND f.rx IS NULL")
         titles, k = (db.connection.execute(live, [a]).fetchone()[0] for a in ("person/title", "person/knows"))
-    return time.perf_counter() - start, titles + titles * k
+    return time.perf_counter() - start, titles, k
 
 
 def peer_argv() -> list | None:
@@ -99,24 +102,25 @@ def main() -> None:
         stores = {}
         for size in args.sizes:
             path = os.path.join(tmp, f"s{size}.db")
-            seconds, product = build(path, size)
-            stores[size] = (path, product)
+            seconds, titles, knows = build(path, size)
+            product = titles + titles * knows
+            stores[size] = (path, product, {TWO["where"][1][1]: product, HISTORY["where"][1][1]: 2 * titles})
             print(f"built {size} transactions in {seconds:.1f} s: the two-clause query needs {product:,} units")
         startup = {name: timed([*argv, "--db", stores[args.sizes[0]][0], "q", json.dumps(POINT)], env, 3)
                    for name, argv, env in runtimes}
         print("start-up (one-datom query): " + ", ".join(f"{n} {s['seconds']:.2f} s" for n, s in startup.items()))
         cases = [(size, label, q, budget) for size in args.sizes
                  for label, q, budget in (("2 clauses", TWO, 100_000), ("3 clauses", THREE, 100_000),
-                                          ("2 clauses", TWO, 325_000))]
+                                          ("2 clauses", TWO, 325_000), ("history", HISTORY, 100_000))]
         cases += [(args.sizes[-1], "2 clauses", TWO, b) for b in args.budgets if b not in (100_000, 325_000)]
         print(f"{'store':>7} {'product':>13} {'query':10} {'budget':>9} | " +
               " | ".join(f"{n + ' s':>7} {'us/unit':>7} {'MiB':>5} {'outcome':9}" for n, _, _ in runtimes))
         for size, label, q, budget in cases:
-            path, product = stores[size]
+            path, product, needs = stores[size]
             cells = []
             for name, argv, env in runtimes:
                 run = timed([*argv, "--db", path, "--query-budget", str(budget), "q", json.dumps(q)], env, args.repeat)
-                spent = product if run["outcome"] == "ok" and q is TWO else budget
+                spent = needs.get(q["where"][1][1], budget) if run["outcome"] == "ok" else budget
                 per_unit = max(run["seconds"] - startup[name]["seconds"], 0) / spent * 1e6
                 cells.append(f"{run['seconds']:7.2f} {per_unit:7.2f} {run['rss']:5.0f} {run['outcome']:9}")
             print(f"{size:7} {product:13,} {label:10} {budget:9,} | " + " | ".join(cells), flush=True)
