@@ -10,8 +10,8 @@ when the line passed (``CHECKS``): apply — a valid record whose canonical byte
 restore — a line ``restore.parse.parse_line`` proves canonical. For such a line this process
 only parses it (and apply hashes it); every other line (flag 0, no answer in time, a line over
 ``LINE_BYTES``, a child that failed) takes the ordinary path with its own errors at its own
-line. The child runs the same functions of the same package (its path is handed over and
-checked) on the same bytes, so a flag saves work without changing an answer; a child that dies,
+line. The child runs the same functions of the same package (``-P``, and a child that imported
+another copy of fgraph answers nothing) on the same bytes, so a flag saves work without changing an answer; a child that dies,
 stalls or answers anything but 0 or 1 is no longer asked (tests/streams/test_ahead.py).
 
 This process never waits for the child (``WAIT_SECONDS``): a batch whose answer has not arrived
@@ -44,9 +44,8 @@ BATCH_BYTES = 256 * 1024
 LINE_BYTES = 64 * 1024      # longer lines are checked in process (rare, and sent for nothing)
 IN_FLIGHT = 4
 WAIT_SECONDS = 0.0          # how long a batch waits for its answer (tests wait; apply never does)
-# the child imports the very package this process runs (its directory first on sys.path, then checked)
-CHILD_CODE = ("import sys; sys.path.insert(0, sys.argv[2]); from fgraph.streams.ahead import child_main; "
-              "child_main(sys.argv[1], sys.argv[3])")
+# the child answers only when it imports the very package this process runs (checked in child_main)
+CHILD_CODE = "import sys; from fgraph.streams.ahead import child_main; child_main(sys.argv[1], sys.argv[2])"
 _U32 = struct.Struct("<I")
 
 
@@ -98,8 +97,7 @@ class Child:
     def start(cls, kind: str) -> Child | None:
         try:
             package = os.path.dirname(os.path.abspath(__file__))
-            proc = subprocess.Popen([sys.executable, "-P", "-c", CHILD_CODE, kind,
-                                     os.path.dirname(os.path.dirname(package)), package], stdin=subprocess.PIPE,
+            proc = subprocess.Popen([sys.executable, "-P", "-c", CHILD_CODE, kind, package], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             return None

@@ -95,8 +95,8 @@ def test_the_same_bytes_and_errors_with_and_without_the_child(kind, streams, mon
 @pytest.mark.parametrize("child", ["import sys; sys.stdin.buffer.read(4); sys.stdout.buffer.write(b'\\x07' * 300)",
                                    "import sys; sys.exit(3)",
                                    "import sys; sys.stdout.buffer.write(b'\\x00' * 5)",
-                                   "import sys; sys.path.insert(0, sys.argv[2]); from fgraph.streams.ahead import "
-                                   "child_main; child_main(sys.argv[1], '/elsewhere/fgraph/streams')"])
+                                   "import sys; from fgraph.streams.ahead import child_main; "
+                                   "child_main(sys.argv[1], '/elsewhere/fgraph/streams')"])
 def test_a_child_that_fails_or_is_not_ours_changes_nothing(kind, child, streams, monkeypatch):
     lines = streams[0] if kind == "apply" else streams[1]
     bad = list(lines)
