@@ -6,7 +6,7 @@ and proved to be its record's canonical bytes (``restore.parse.parse_line``). Fo
 written by ``fgraph tail`` and ``fgraph snapshot`` the canonical bytes are the line itself. That
 work depends on the line alone, so a child process does it for the next batches while this
 process plans and commits the current ones (issue 52 item 1), and answers one flag per line: 1
-when the line passed (``CHECKS``): apply — a valid record whose canonical bytes are the line;
+when the line passed (``ahead_child.CHECKS``): apply — a valid record whose canonical bytes are the line;
 restore — a line ``restore.parse.parse_line`` proves canonical. For such a line this process
 only parses it (and apply hashes it); every other line (flag 0, no answer in time, a line over
 ``LINE_BYTES``, a child that failed) takes the ordinary path with its own errors at its own
@@ -24,6 +24,7 @@ after every line read before it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -38,20 +39,28 @@ from collections.abc import Iterable, Iterator
 
 import orjson
 
+from fgraph.core.canonical import loads
+from fgraph.streams.restore.parse import parse_line
+
 START_AFTER = 2048
 BATCH_LINES = 256
 BATCH_BYTES = 256 * 1024
 LINE_BYTES = 64 * 1024      # longer lines are checked in process (rare, and sent for nothing)
 IN_FLIGHT = 4
 WAIT_SECONDS = 0.0          # how long a batch waits for its answer (tests wait; apply never does)
-# the child answers only when it imports the very package this process runs (checked in child_main)
-CHILD_CODE = "import sys; from fgraph.streams.ahead import child_main; child_main(sys.argv[1], sys.argv[2])"
-_U32 = struct.Struct("<I")
+# the child answers only when it imports the very package this process runs (checked in ahead_child.main)
+CHILD_CODE = "import sys; from fgraph.streams.ahead_child import main; main(sys.argv[1], sys.argv[2])"
+
+
+def ahead_lines(lines: Iterable[tuple[int, bytes | str]], kind: str) -> contextlib.closing:
+    """``ahead(lines, kind)``, closed (its child stopped) when the ``with`` block is left."""
+    return contextlib.closing(ahead(lines, kind))
 
 
 def ahead(lines: Iterable[tuple[int, bytes | str]], kind: str, *,
-          start_after: int | None = None) -> Iterator[tuple[int, bytes | str, bool]]:
-    """``(number, line, checked)`` for every ``(number, line)`` of ``lines``, in order; ``checked``
+          start_after: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
+    """``(number, raw, checked)`` for every ``(number, line)`` of ``lines``, in order (``raw``: the
+    line's bytes, as ``_encoded`` gives them); ``checked``
     is true when the child's check ``kind`` (a key of ``CHECKS``) passed. ``start_after``:
     ``START_AFTER`` unless given; negative, no child at all."""
     source = iter(lines)
@@ -59,18 +68,18 @@ def ahead(lines: Iterable[tuple[int, bytes | str]], kind: str, *,
         start_after = START_AFTER
     if start_after < 0:
         for number, line in source:
-            yield number, line, False
+            yield number, _encoded(line), False
         return
     for _ in range(start_after):
         try:
             number, line = next(source)
         except StopIteration:
             return
-        yield number, line, False
+        yield number, _encoded(line), False
     child = Child.start(kind)
     if child is None:
         for number, line in source:
-            yield number, line, False
+            yield number, _encoded(line), False
         return
     try:
         yield from child.run(source)
@@ -114,8 +123,9 @@ class Child:
                 try:
                     while len(batch) < BATCH_LINES and size < BATCH_BYTES:
                         number, line = next(source)
-                        batch.append((number, line))
-                        size += len(line)
+                        raw = _encoded(line)
+                        batch.append((number, raw))
+                        size += len(raw)
                 except StopIteration:
                     done = True
                 except Exception as exc:  # noqa: BLE001 - the source's own error, raised in its place below
@@ -139,7 +149,7 @@ class Child:
     def send(self, batch: list[tuple[int, bytes | str]]) -> None:
         if self.failed:
             return
-        parts = [line if type(line) is bytes else _encoded(line) for _, line in batch]
+        parts = [raw for _, raw in batch]
         sizes = list(map(len, parts))
         if max(sizes) > LINE_BYTES:    # not sent: the child answers 0 for an empty line
             parts = [b"" if len(raw) > LINE_BYTES else raw for raw in parts]
@@ -217,70 +227,17 @@ class Child:
 
 
 def _encoded(line: bytes | str) -> bytes:
-    return line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
+    """A line as the bytes apply and restore read it (a text line: UTF-8, lone surrogates kept)."""
+    return line if type(line) is bytes else line.encode("utf-8", "surrogatepass") if isinstance(line, str) else bytes(line)
 
 
-def check_apply(raw: bytes) -> int:
-    """1 when ``raw`` is a line apply accepts whose record's canonical bytes are ``raw`` itself."""
-    from fgraph.core.canonical import dumps_bytes
-    from fgraph.streams.apply import parse_line
-    try:
-        return 1 if dumps_bytes(parse_line(0, raw)) == raw else 0
-    except Exception:  # noqa: BLE001 - any refusal is for the parent to make, at its line
-        return 0
-
-
-def check_restore(raw: bytes) -> int:
-    """1 when ``restore.parse.parse_line`` proves ``raw`` its record's canonical bytes."""
-    from fgraph.streams.restore.parse import parse_line
-    try:
-        parsed = parse_line(raw)
-    except Exception:  # noqa: BLE001 - as above
-        return 0
-    return 1 if parsed is not None and parsed[1] is not None else 0
-
-
-CHECKS = {"apply": check_apply, "restore": check_restore}
-
-
-def applied_line(line: bytes | str) -> tuple[dict, str, bytes]:
-    """``(record, canonical text, SHA-256)`` of an event/1 line that passed ``check_apply``: parsed
+def applied_line(raw: bytes) -> tuple[dict, str, bytes]:
+    """``(record, canonical text, SHA-256)`` of an event/1 line that passed ``ahead_child.check_apply``: parsed
     as ``apply.parse_line`` parses it (not validated again); its text is its canonical text."""
-    from fgraph.core.canonical import loads
-    raw = _encoded(line)
     return loads(raw), raw.decode("utf-8"), hashlib.sha256(raw).digest()  # type: ignore[return-value]
 
 
-def restored_line(raw: bytes) -> tuple[object, bytes]:
-    """``restore.parse.parse_line``'s answer for a line that passed ``check_restore``."""
-    return orjson.loads(raw), raw
-
-
-def child_main(kind: str, package: str) -> None:
-    """In the child: for each batch on stdin (count, lengths, lines), one flag per line on stdout
-    (0 for an empty line: one not sent). A child that is not the parent's own code (``package``:
-    the parent's ``fgraph/streams``) answers nothing, and the parent does the work."""
-    if os.path.dirname(os.path.abspath(__file__)) != package:
-        return
-    check = CHECKS[kind]
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    try:
-        while True:
-            head = inp.read(4)
-            if len(head) < 4:
-                return
-            (count,) = _U32.unpack(head)
-            lengths = inp.read(4 * count)
-            if len(lengths) < 4 * count:
-                return
-            sizes = struct.unpack(f"<{count}I", lengths)
-            data = inp.read(sum(sizes))
-            flags = bytearray(count)
-            at = 0
-            for i, size in enumerate(sizes):
-                flags[i] = check(data[at:at + size]) if size else 0
-                at += size
-            out.write(flags)
-            out.flush()
-    except (OSError, KeyboardInterrupt):
-        return
+def snapshot_line(raw: bytes, checked: bool):
+    """``restore.parse.parse_line(raw)``; for a line that passed ``ahead_child.check_restore`` its answer
+    without the proof: ``(record, raw)``."""
+    return (orjson.loads(raw), raw) if checked else parse_line(raw)

@@ -190,8 +190,7 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
             dry.basis = Catalog(conn).latest_tx()
         careful = dry is not None and not optimistic
         writer = session.buffered() if bulk and not careful else session
-        lines = lines_ahead.ahead(iter_lines(source), "apply")
-        try:
+        with lines_ahead.ahead_lines(iter_lines(source), "apply") as lines:   # checked by a child
             for number, line, checked in lines:
                 try:
                     if checked:    # a valid record whose canonical text is the line (streams.ahead)
@@ -222,8 +221,6 @@ def apply_stream(session: WriteSession, source, *, on_report: Callable[[dict], N
                 summary[report["status"]] += 1
                 if on_report is not None:
                     on_report(report)
-        finally:
-            lines.close()   # the child, if any, ends here
         if writer.overlay is not None and dry is None:
             _flush(writer)
         summary["basis_tx"] = Catalog(conn).latest_tx()

@@ -77,12 +77,13 @@ def _variants(kind: str, lines: list[bytes]) -> list[list[bytes]]:
 @pytest.mark.parametrize("kind", ["apply", "restore"])
 def test_the_same_bytes_and_errors_with_and_without_the_child(kind, streams, monkeypatch):
     used = []
-    real = ahead.applied_line if kind == "apply" else ahead.restored_line
-    monkeypatch.setattr(ahead, "applied_line" if kind == "apply" else "restored_line",
-                        lambda line: used.append(1) or real(line))
-    if kind == "restore":   # run.py imported it by name
+    if kind == "apply":
+        real = ahead.applied_line
+        monkeypatch.setattr(ahead, "applied_line", lambda raw: used.append(1) or real(raw))
+    else:   # run.py imported it by name
         from fgraph.streams.restore import run
-        monkeypatch.setattr(run, "restored_line", ahead.restored_line)
+        monkeypatch.setattr(run, "snapshot_line",
+                            lambda raw, checked: (checked and used.append(1)) or ahead.snapshot_line(raw, checked))
     lines = streams[0] if kind == "apply" else streams[1]
     for variant in _variants(kind, lines):
         alone = _run(kind, variant, -1, monkeypatch)
@@ -95,8 +96,8 @@ def test_the_same_bytes_and_errors_with_and_without_the_child(kind, streams, mon
 @pytest.mark.parametrize("child", ["import sys; sys.stdin.buffer.read(4); sys.stdout.buffer.write(b'\\x07' * 300)",
                                    "import sys; sys.exit(3)",
                                    "import sys; sys.stdout.buffer.write(b'\\x00' * 5)",
-                                   "import sys; from fgraph.streams.ahead import child_main; "
-                                   "child_main(sys.argv[1], '/elsewhere/fgraph/streams')"])
+                                   "import sys; from fgraph.streams.ahead_child import main; "
+                                   "main(sys.argv[1], '/elsewhere/fgraph/streams')"])
 def test_a_child_that_fails_or_is_not_ours_changes_nothing(kind, child, streams, monkeypatch):
     lines = streams[0] if kind == "apply" else streams[1]
     bad = list(lines)

@@ -22,9 +22,8 @@ import re
 import apsw
 
 from fgraph.core import values
-from fgraph.streams.ahead import ahead, restored_line
+from fgraph.streams.ahead import ahead_lines, snapshot_line
 from fgraph.streams.lines import iter_lines, not_utf8
-from fgraph.streams.restore.parse import parse_line
 from fgraph.streams.restore.proof import Proof
 from fgraph.streams.restore.registry import Registry, RowRefused, checked_payload, refused_stream
 from fgraph.streams.restore.lookups import Lookups, Window, selector_key, size_temp_cache
@@ -380,18 +379,14 @@ def _restore(conn, source, *, final_check, on_record, reduced_check) -> dict:
 
 def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
     done = False
-    # past its first lines, a child proves the next lines canonical while this process writes
-    lines = ahead(iter_lines(source, max_bytes=MAX_LINE_BYTES), "restore")
-    try:
-        for number, line, checked in lines:
+    with ahead_lines(iter_lines(source, max_bytes=MAX_LINE_BYTES), "restore") as lines:  # checked by a child
+        for number, raw, checked in lines:
             if done:
                 raise refused_stream("a record follows the footer").at_line(number)
             try:
-                raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
                 if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
                     raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
-                # a line that is its record's canonical bytes needs no second encoding
-                parsed = restored_line(raw) if checked else parse_line(raw)
+                parsed = snapshot_line(raw, checked)  # a line that is its record's canonical bytes: not encoded again
                 if parsed is None:
                     try:
                         text = raw.decode("utf-8")
@@ -404,8 +399,6 @@ def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
                 raise exc.at_line(number) from None
             if on_record is not None:
                 on_record()
-    finally:
-        lines.close()   # the child, if any, ends here
     if restorer.header is None or not done:
         raise refused_stream("the stream ends without a footer (empty or truncated)")
     try:
