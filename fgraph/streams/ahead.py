@@ -27,12 +27,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import queue
 import select
 import struct
 import subprocess
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -40,13 +38,13 @@ from collections.abc import Iterable, Iterator
 import orjson
 
 from fgraph.core.canonical import loads
-from fgraph.streams.restore.parse import parse_line
 
 START_AFTER = 2048
 BATCH_LINES = 256
-BATCH_BYTES = 256 * 1024
+BATCH_BYTES = 128 * 1024
 LINE_BYTES = 64 * 1024      # longer lines are checked in process (rare, and sent for nothing)
 IN_FLIGHT = 4
+PIPE_BYTES = 1 << 20        # the child's input pipe is widened to this where the system allows
 WAIT_SECONDS = 0.0          # how long a batch waits for its answer (tests wait; apply never does)
 # the child answers only when it imports the very package this process runs (checked in ahead_child.main)
 CHILD_CODE = "import sys; from fgraph.streams.ahead_child import main; main(sys.argv[1], sys.argv[2])"
@@ -88,29 +86,39 @@ def ahead(lines: Iterable[tuple[int, bytes | str]], kind: str, *,
 
 
 class Child:
-    """The checking child: batches go to its stdin from a writer thread (a pipe write never
-    blocks this thread), its flags are read here without blocking."""
+    """The checking child. Both of its pipes are non-blocking on this side: batches are written
+    as far as the pipe takes them (the rest at the next batch), flags read as far as they have
+    come; no thread (a writer thread cost more in GIL hand-overs than it saved)."""
 
     def __init__(self, proc: subprocess.Popen) -> None:
         self.proc = proc
         self.out_fd = proc.stdout.fileno()  # type: ignore[union-attr]
+        self.in_fd = proc.stdin.fileno()  # type: ignore[union-attr]
         os.set_blocking(self.out_fd, False)
+        os.set_blocking(self.in_fd, False)
+        try:   # Linux: room for every batch in flight, so a write is never left half done
+            import fcntl
+            fcntl.fcntl(self.in_fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+        except (ImportError, OSError):
+            pass
         self.flags = bytearray()      # answers received and not used yet
         self.owed = 0                 # bytes of answers to drop (batches done without them)
+        self.unsent = bytearray()     # batches the pipe has not taken yet
         self.failed = False
-        self.outbox: queue.Queue = queue.Queue()
-        self.writer = threading.Thread(target=self._write, name="fgraph-apply-ahead", daemon=True)
-        self.writer.start()
 
     @classmethod
     def start(cls, kind: str) -> Child | None:
+        proc = None
         try:
             package = os.path.dirname(os.path.abspath(__file__))
             proc = subprocess.Popen([sys.executable, "-P", "-c", CHILD_CODE, kind, package], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            return cls(proc)
         except OSError:
+            if proc is not None:
+                proc.kill()
+                proc.communicate()
             return None
-        return cls(proc)
 
     def run(self, source: Iterator[tuple[int, bytes | str]]) -> Iterator[tuple[int, bytes | str, bool]]:
         sent: deque[list[tuple[int, bytes | str]]] = deque()
@@ -154,17 +162,22 @@ class Child:
         if max(sizes) > LINE_BYTES:    # not sent: the child answers 0 for an empty line
             parts = [b"" if len(raw) > LINE_BYTES else raw for raw in parts]
             sizes = list(map(len, parts))
-        self.outbox.put(struct.pack(f"<I{len(sizes)}I", len(sizes), *sizes) + b"".join(parts))
+        self.unsent += struct.pack(f"<I{len(sizes)}I", len(sizes), *sizes)
+        self.unsent += b"".join(parts)
+        self._push()
 
     def answer(self, count: int) -> bytes | None:
         """The flags of the next batch if they have all arrived, else None (that batch's answer is
         dropped when it comes)."""
         if self.failed:
             return None
+        self._push()
         self._receive()
         deadline = time.monotonic() + WAIT_SECONDS
         while not self.failed and len(self.flags) < self.owed + count and time.monotonic() < deadline:
-            select.select([self.out_fd], [], [], max(0.0, deadline - time.monotonic()))
+            select.select([self.out_fd], [self.in_fd] if self.unsent else [], [],
+                          max(0.0, deadline - time.monotonic()))
+            self._push()
             self._receive()
         if self.owed:
             dropped = min(self.owed, len(self.flags))
@@ -194,22 +207,16 @@ class Child:
                 return
             self.flags += chunk
 
-    def _write(self) -> None:
-        stdin = self.proc.stdin
-        try:
-            while True:
-                data = self.outbox.get()
-                if data is None:
-                    break
-                stdin.write(data)  # type: ignore[union-attr]
-                stdin.flush()  # type: ignore[union-attr]
-        except (OSError, ValueError):
-            pass
-        finally:
+    def _push(self) -> None:
+        while self.unsent and not self.failed:
             try:
-                stdin.close()  # type: ignore[union-attr]
-            except (OSError, ValueError):
-                pass
+                written = os.write(self.in_fd, self.unsent)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.give_up()
+                return
+            del self.unsent[:written]
 
     def give_up(self) -> None:
         self.failed = True
@@ -217,13 +224,15 @@ class Child:
     def stop(self) -> None:
         """End the child (closing its input ends it; kill it if it does not go) and reap it."""
         self.failed = True
-        self.outbox.put(None)
-        self.writer.join(timeout=5)
         proc = self.proc
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                pipe.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
 
 
 def _encoded(line: bytes | str) -> bytes:
@@ -237,7 +246,7 @@ def applied_line(raw: bytes) -> tuple[dict, str, bytes]:
     return loads(raw), raw.decode("utf-8"), hashlib.sha256(raw).digest()  # type: ignore[return-value]
 
 
-def snapshot_line(raw: bytes, checked: bool):
-    """``restore.parse.parse_line(raw)``; for a line that passed ``ahead_child.check_restore`` its answer
+def restored_line(raw: bytes) -> tuple[object, bytes]:
+    """``restore.parse.parse_line``'s answer for a line that passed ``ahead_child.check_restore``,
     without the proof: ``(record, raw)``."""
-    return (orjson.loads(raw), raw) if checked else parse_line(raw)
+    return orjson.loads(raw), raw

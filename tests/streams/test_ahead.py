@@ -82,8 +82,7 @@ def test_the_same_bytes_and_errors_with_and_without_the_child(kind, streams, mon
         monkeypatch.setattr(ahead, "applied_line", lambda raw: used.append(1) or real(raw))
     else:   # run.py imported it by name
         from fgraph.streams.restore import run
-        monkeypatch.setattr(run, "snapshot_line",
-                            lambda raw, checked: (checked and used.append(1)) or ahead.snapshot_line(raw, checked))
+        monkeypatch.setattr(run, "restored_line", lambda raw: used.append(1) or ahead.restored_line(raw))
     lines = streams[0] if kind == "apply" else streams[1]
     for variant in _variants(kind, lines):
         alone = _run(kind, variant, -1, monkeypatch)

@@ -22,8 +22,9 @@ import re
 import apsw
 
 from fgraph.core import values
-from fgraph.streams.ahead import ahead_lines, snapshot_line
+from fgraph.streams.ahead import ahead_lines, restored_line
 from fgraph.streams.lines import iter_lines, not_utf8
+from fgraph.streams.restore.parse import parse_line
 from fgraph.streams.restore.proof import Proof
 from fgraph.streams.restore.registry import Registry, RowRefused, checked_payload, refused_stream
 from fgraph.streams.restore.lookups import Lookups, Window, selector_key, size_temp_cache
@@ -386,7 +387,7 @@ def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
             try:
                 if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
                     raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
-                parsed = snapshot_line(raw, checked)  # a line that is its record's canonical bytes: not encoded again
+                parsed = restored_line(raw) if checked else parse_line(raw)  # canonical bytes: not encoded again
                 if parsed is None:
                     try:
                         text = raw.decode("utf-8")
