@@ -113,7 +113,7 @@ def main() -> None:
                  for label, q, budget in (("2 clauses", TWO, 100_000), ("3 clauses", THREE, 100_000),
                                           ("2 clauses", TWO, 325_000), ("history", HISTORY, 100_000))]
         cases += [(args.sizes[-1], "2 clauses", TWO, b) for b in args.budgets if b not in (100_000, 325_000)]
-        print(f"{'store':>7} {'product':>13} {'query':10} {'budget':>9} | " +
+        print(f"{'store':>7} {'needs units':>13} {'query':10} {'budget':>9} | " +
               " | ".join(f"{n + ' s':>7} {'us/unit':>7} {'MiB':>5} {'outcome':9}" for n, _, _ in runtimes))
         for size, label, q, budget in cases:
             path, product, needs = stores[size]
@@ -123,7 +123,8 @@ def main() -> None:
                 spent = needs.get(q["where"][1][1], budget) if run["outcome"] == "ok" else budget
                 per_unit = max(run["seconds"] - startup[name]["seconds"], 0) / spent * 1e6
                 cells.append(f"{run['seconds']:7.2f} {per_unit:7.2f} {run['rss']:5.0f} {run['outcome']:9}")
-            print(f"{size:7} {product:13,} {label:10} {budget:9,} | " + " | ".join(cells), flush=True)
+            need = needs.get(q["where"][1][1], product) if q is not THREE else product
+            print(f"{size:7} {('>' if q is THREE else '') + f'{need:,}':>13} {label:10} {budget:9,} | " + " | ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
