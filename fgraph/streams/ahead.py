@@ -88,7 +88,7 @@ def ahead(lines: Iterable[tuple[int, bytes | str]], kind: str, *,
 class Child:
     """The checking child. Both of its pipes are non-blocking on this side: batches are written
     as far as the pipe takes them (the rest at the next batch), flags read as far as they have
-    come; no thread (a writer thread cost more in GIL hand-overs than it saved)."""
+    come; no thread of this process runs for the child (the writer keeps the GIL to itself)."""
 
     def __init__(self, proc: subprocess.Popen) -> None:
         self.proc = proc
