@@ -1,18 +1,17 @@
-"""Apply and restore on two cores: a child process checks the lines ahead while this one writes.
+"""Apply on two cores: a child process checks the lines ahead while this one plans and writes.
 
 Every line of an event/1 stream is parsed, validated (``apply.parse_line``) and encoded again
-for its canonical text before the writer plans it; every line of a snapshot/1 stream is parsed
-and proved to be its record's canonical bytes (``restore.parse.parse_line``). For streams
-written by ``fgraph tail`` and ``fgraph snapshot`` the canonical bytes are the line itself. That
-work depends on the line alone, so a child process does it for the next batches while this
-process plans and commits the current ones (issue 52 item 1), and answers one flag per line: 1
-when the line passed (``ahead_child.CHECKS``): apply — a valid record whose canonical bytes are the line;
-restore — a line ``restore.parse.parse_line`` proves canonical. For such a line this process
-only parses it (and apply hashes it); every other line (flag 0, no answer in time, a line over
-``LINE_BYTES``, a child that failed) takes the ordinary path with its own errors at its own
-line. The child runs the same functions of the same package (``-P``, and a child that imported
-another copy of fgraph answers nothing) on the same bytes, so a flag saves work without changing an answer; a child that dies,
-stalls or answers anything but 0 or 1 is no longer asked (tests/streams/test_ahead.py).
+for its canonical text before the writer plans it; for a stream written by ``fgraph tail`` the
+canonical bytes are the line itself. That work depends on the line alone, so a child process
+(``ahead_child``) does it for the next batches while this process plans and commits the current
+ones (issue 52 item 1), and answers one flag per line: 1 when the line is a valid record whose
+canonical bytes are the line. Such a line is only parsed and hashed here; every other line (flag
+0, no answer yet, a line over ``LINE_BYTES``, a child that failed) takes the ordinary path with
+its own errors at its own line. The child runs the same functions of the same package (``-P``,
+and a child that imported another copy of fgraph answers nothing) on the same bytes, so a flag
+saves work without changing an answer; a child that dies, stalls or answers anything but 0 or 1
+is no longer asked (tests/streams/test_ahead.py). Restore does not use it: its per-line check
+(``restore.parse``) is cheap enough that a child measured no faster (docs/performance.md).
 
 This process never waits for the child (``WAIT_SECONDS``): a batch whose answer has not arrived
 is handled here, and its answer dropped when it comes. A stream's first ``START_AFTER`` lines
@@ -34,8 +33,6 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-
-import orjson
 
 from fgraph.core.canonical import loads
 
@@ -244,9 +241,3 @@ def applied_line(raw: bytes) -> tuple[dict, str, bytes]:
     """``(record, canonical text, SHA-256)`` of an event/1 line that passed ``ahead_child.check_apply``: parsed
     as ``apply.parse_line`` parses it (not validated again); its text is its canonical text."""
     return loads(raw), raw.decode("utf-8"), hashlib.sha256(raw).digest()  # type: ignore[return-value]
-
-
-def restored_line(raw: bytes) -> tuple[object, bytes]:
-    """``restore.parse.parse_line``'s answer for a line that passed ``ahead_child.check_restore``,
-    without the proof: ``(record, raw)``."""
-    return orjson.loads(raw), raw

@@ -1,5 +1,5 @@
 """The child of ``fgraph.streams.ahead``: it checks the lines a parent sends and answers one flag
-per line (a module of its own: it imports apply and restore, which import ``ahead``)."""
+per line (a module of its own: it imports apply, which imports ``ahead``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import sys
 
 from fgraph.core.canonical import dumps_bytes
 from fgraph.streams import apply, ahead
-from fgraph.streams.restore import parse
 
 
 def check_apply(raw: bytes) -> int:
@@ -20,16 +19,7 @@ def check_apply(raw: bytes) -> int:
         return 0
 
 
-def check_restore(raw: bytes) -> int:
-    """1 when ``restore.parse.parse_line`` proves ``raw`` its record's canonical bytes."""
-    try:
-        parsed = parse.parse_line(raw)
-    except Exception:  # noqa: BLE001 - as above
-        return 0
-    return 1 if parsed is not None and parsed[1] is not None else 0
-
-
-CHECKS = {"apply": check_apply, "restore": check_restore}
+CHECKS = {"apply": check_apply}
 
 
 def main(kind: str, package: str) -> None:

@@ -1,7 +1,7 @@
-"""Apply and restore give the same bytes and the same errors with the lines checked ahead by a child
-process (``fgraph.streams.ahead``, issue 52 item 1) as without: stored rows, reports, summaries,
-and the error class, message and line of every refused stream — including a child that answers
-garbage or dies, and a source that fails after a bad line."""
+"""Apply gives the same bytes and the same errors with the lines checked ahead by a child process
+(``fgraph.streams.ahead``, issue 52 item 1) as without: stored rows, reports, summaries, and the
+error class, message and line of every refused stream — including a child that answers garbage,
+dies or is another copy of fgraph, and a source that fails after a bad line."""
 
 from __future__ import annotations
 
@@ -35,26 +35,22 @@ def _source_store() -> fgraph.Db:
 
 
 @pytest.fixture(scope="module")
-def streams() -> tuple[list[bytes], list[bytes]]:
+def events() -> list[bytes]:
     db = _source_store()
-    events = [line.encode() for line in db.iter_events(64)]
-    snapshot = [line.encode() for line in db.iter_snapshot()]
+    lines = [line.encode() for line in db.iter_events(64)]
     db.close()
-    return events, snapshot
+    return lines
 
 
-def _run(kind: str, lines: list[bytes], start_after: int, monkeypatch, source=None) -> tuple:
-    """(outcome, core rows) of applying or restoring ``lines`` with the child from ``start_after``."""
+def _run(lines: list[bytes], start_after: int, monkeypatch, source=None) -> tuple:
+    """(outcome, core rows) of applying ``lines`` with the child from ``start_after``."""
     monkeypatch.setattr(ahead, "START_AFTER", start_after)
     monkeypatch.setattr(ahead, "WAIT_SECONDS", 30.0)    # every answer is used (a bound, not a sleep)
     db = fgraph.connect(":memory:", clock=stepping_clock())
     data = source if source is not None else io.BytesIO(b"".join(line + b"\n" for line in lines))
     try:
-        if kind == "apply":
-            reports: list = []
-            outcome = (db.apply_summary(data, on_report=reports.append), reports)
-        else:
-            outcome = db.restore(data, details=True)
+        reports: list = []
+        outcome = (db.apply_summary(data, on_report=reports.append), reports)
     except FgraphError as exc:
         outcome = (type(exc).__name__, str(exc), getattr(exc, "line", None))
     rows = core_rows_of(db.connection)
@@ -62,50 +58,42 @@ def _run(kind: str, lines: list[bytes], start_after: int, monkeypatch, source=No
     return outcome, rows
 
 
-def _variants(kind: str, lines: list[bytes]) -> list[list[bytes]]:
+def _variants(lines: list[bytes]) -> list[list[bytes]]:
     """The clean stream, and the same with lines the child must leave to this process, or refuse."""
     respelled = [lines[0], lines[1].replace(b",", b", ", 1)] + lines[2:]     # valid, not canonical
     bad = list(lines)
     bad[len(bad) // 2] = bad[len(bad) // 2].replace(b'"', b"'", 1)          # not JSON
     late = list(lines)
-    late[-3] = b'{"fgraph":"event/1"}' if kind == "apply" else b'{"receipt":{}}'  # refused
+    late[-3] = b'{"fgraph":"event/1"}'                                     # refused
     utf = list(lines)
     utf[40] = b'{"x":"\xff"}'
     return [lines, respelled, bad, late, utf]
 
 
-@pytest.mark.parametrize("kind", ["apply", "restore"])
-def test_the_same_bytes_and_errors_with_and_without_the_child(kind, streams, monkeypatch):
+def test_the_same_bytes_and_errors_with_and_without_the_child(events, monkeypatch):
     used = []
-    if kind == "apply":
-        real = ahead.applied_line
-        monkeypatch.setattr(ahead, "applied_line", lambda raw: used.append(1) or real(raw))
-    else:   # run.py imported it by name
-        from fgraph.streams.restore import run
-        monkeypatch.setattr(run, "restored_line", lambda raw: used.append(1) or ahead.restored_line(raw))
-    lines = streams[0] if kind == "apply" else streams[1]
-    for variant in _variants(kind, lines):
-        alone = _run(kind, variant, -1, monkeypatch)
+    real = ahead.applied_line
+    monkeypatch.setattr(ahead, "applied_line", lambda raw: used.append(1) or real(raw))
+    for variant in _variants(events):
+        alone = _run(variant, -1, monkeypatch)
         for start in (0, 3):
-            assert _run(kind, variant, start, monkeypatch) == alone
+            assert _run(variant, start, monkeypatch) == alone
     assert used, "no line was checked by the child: the test proves nothing"
 
 
-@pytest.mark.parametrize("kind", ["apply", "restore"])
 @pytest.mark.parametrize("child", ["import sys; sys.stdin.buffer.read(4); sys.stdout.buffer.write(b'\\x07' * 300)",
                                    "import sys; sys.exit(3)",
                                    "import sys; sys.stdout.buffer.write(b'\\x00' * 5)",
                                    "import sys; from fgraph.streams.ahead_child import main; "
                                    "main(sys.argv[1], '/elsewhere/fgraph/streams')"])
-def test_a_child_that_fails_or_is_not_ours_changes_nothing(kind, child, streams, monkeypatch):
-    lines = streams[0] if kind == "apply" else streams[1]
-    bad = list(lines)
-    bad[len(bad) // 2] = b'{"fgraph":"event/1"}' if kind == "apply" else b'{"receipt":{}}'
-    for variant in (lines, bad):
-        alone = _run(kind, variant, -1, monkeypatch)
+def test_a_child_that_fails_or_is_not_ours_changes_nothing(child, events, monkeypatch):
+    bad = list(events)
+    bad[len(bad) // 2] = b'{"fgraph":"event/1"}'
+    for variant in (events, bad):
+        alone = _run(variant, -1, monkeypatch)
         monkeypatch.setattr(ahead, "CHILD_CODE", child)
         try:
-            assert _run(kind, variant, 0, monkeypatch) == alone
+            assert _run(variant, 0, monkeypatch) == alone
         finally:
             monkeypatch.undo()
 
@@ -128,20 +116,18 @@ class _Failing(io.RawIOBase):
         return n
 
 
-@pytest.mark.parametrize("kind", ["apply", "restore"])
-def test_a_source_failing_after_a_bad_line_reports_the_bad_line(kind, streams, monkeypatch):
+def test_a_source_failing_after_a_bad_line_reports_the_bad_line(events, monkeypatch):
     """Reading ahead meets the source's failure before the bad line is handled: the bad line's error
     still comes first, as without the child; with no bad line, the source's own error."""
-    lines = streams[0] if kind == "apply" else streams[1]
-    bad = list(lines)
-    bad[20] = b'{"fgraph":"event/1"}' if kind == "apply" else b'{"receipt":{}}'
-    for variant in (lines, bad):
+    bad = list(events)
+    bad[20] = b'{"fgraph":"event/1"}'
+    for variant in (events, bad):
         data = b"".join(line + b"\n" for line in variant)
         limit = len(b"".join(line + b"\n" for line in variant[:60])) + 7
         outcomes = []
         for start in (-1, 0):
             try:
-                outcomes.append(_run(kind, variant, start, monkeypatch, source=io.BufferedReader(_Failing(data, limit))))
+                outcomes.append(_run(variant, start, monkeypatch, source=io.BufferedReader(_Failing(data, limit))))
             except OSError as exc:
                 outcomes.append(("OSError", str(exc)))
         assert outcomes[0] == outcomes[1]

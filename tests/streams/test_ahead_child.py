@@ -14,24 +14,21 @@ from fgraph.streams import ahead, ahead_child
 from tests.support.clock import stepping_clock
 
 
-def _lines() -> tuple[bytes, bytes]:
+def _event() -> bytes:
     db = fgraph.connect(":memory:", clock=stepping_clock())
     db.transact({"id": "ann", "person/name": "Ann", "person/score": 2.5})
     event = [line.encode() for line in db.iter_events(64)][-1]
-    fact = [line.encode() for line in db.iter_snapshot() if line.startswith('{"fact"')][-1]
     db.close()
-    return event, fact
+    return event
 
 
 def test_the_checks_vouch_only_for_valid_canonical_lines():
-    event, fact = _lines()
+    event = _event()
     assert ahead_child.check_apply(event) == 1
     assert ahead_child.check_apply(event.replace(b",", b", ", 1)) == 0       # valid, not canonical
     assert ahead_child.check_apply(b'{"fgraph":"event/1"}') == 0            # canonical, refused
     assert ahead_child.check_apply(event[:-1]) == 0                         # not JSON
-    assert ahead_child.check_restore(fact) == 1
-    assert ahead_child.check_restore(fact.replace(b",", b", ", 1)) == 0
-    assert ahead_child.check_restore(b"\xff") == 0
+    assert ahead_child.check_apply(b"\xff") == 0
 
 
 def _batch(lines: list[bytes]) -> bytes:
@@ -46,8 +43,7 @@ def _child(kind: str, package: str, data: bytes) -> bytes:
 
 
 def test_one_flag_per_line_and_nothing_from_a_foreign_copy():
-    event, fact = _lines()
+    event = _event()
     ours = os.path.dirname(os.path.abspath(ahead.__file__))
     assert _child("apply", ours, _batch([event, b"", b"{}"]) + _batch([event])) == b"\x01\x00\x00\x01"
-    assert _child("restore", ours, _batch([fact, fact.replace(b",", b", ", 1)])) == b"\x01\x00"
     assert _child("apply", "/elsewhere/fgraph/streams", _batch([event])) == b""

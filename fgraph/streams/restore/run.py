@@ -22,7 +22,6 @@ import re
 import apsw
 
 from fgraph.core import values
-from fgraph.streams.ahead import ahead_lines, restored_line
 from fgraph.streams.lines import iter_lines, not_utf8
 from fgraph.streams.restore.parse import parse_line
 from fgraph.streams.restore.proof import Proof
@@ -380,26 +379,26 @@ def _restore(conn, source, *, final_check, on_record, reduced_check) -> dict:
 
 def _restore_records(conn, restorer, source, *, final_check, on_record) -> dict:
     done = False
-    with ahead_lines(iter_lines(source, max_bytes=MAX_LINE_BYTES), "restore") as lines:  # checked by a child
-        for number, raw, checked in lines:
-            if done:
-                raise refused_stream("a record follows the footer").at_line(number)
-            try:
-                if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
-                    raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
-                parsed = restored_line(raw) if checked else parse_line(raw)  # canonical bytes: not encoded again
-                if parsed is None:
-                    try:
-                        text = raw.decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise not_utf8(number, source, "snapshot") from None
-                    parsed = loads(text), None
-                done = restorer.record(parsed[0], number, parsed[1])
-                footer_line = number
-            except FgraphError as exc:
-                raise exc.at_line(number) from None
-            if on_record is not None:
-                on_record()
+    for number, line in iter_lines(source, max_bytes=MAX_LINE_BYTES):
+        if done:
+            raise refused_stream("a record follows the footer").at_line(number)
+        try:
+            raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+            if len(raw.rstrip(b"\r")) > MAX_LINE_BYTES:
+                raise TooLarge(f"the line is over {MAX_LINE_BYTES} bytes", "snapshot lines are capped")
+            parsed = parse_line(raw)  # a line that is its record's canonical bytes needs no second encoding
+            if parsed is None:
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise not_utf8(number, source, "snapshot") from None
+                parsed = loads(text), None
+            done = restorer.record(parsed[0], number, parsed[1])
+            footer_line = number
+        except FgraphError as exc:
+            raise exc.at_line(number) from None
+        if on_record is not None:
+            on_record()
     if restorer.header is None or not done:
         raise refused_stream("the stream ends without a footer (empty or truncated)")
     try:
