@@ -37,6 +37,13 @@ def _blake3_hex(data: bytes) -> str:
     return str(h.hexdigest())
 
 
+def looks_like_proposals(head: bytes) -> bool:
+    """Whether a file's first bytes are those of a proposals file (a canonical proposal/1 record
+    starts with its sorted first key; an event/1 line with ``{"asserted":``). A sniff only: every
+    line is still checked by ``decode``."""
+    return head.lstrip(b"\xef\xbb\xbf").startswith(b'{"arguments":')
+
+
 def proposal_id(tool: str, arguments: dict) -> str:
     """``p-`` and the first 24 hex digits of the BLAKE3 of the canonical call."""
     return "p-" + _blake3_hex(dumps_bytes({"arguments": arguments, "tool": tool}))[:24]
