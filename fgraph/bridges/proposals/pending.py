@@ -98,6 +98,10 @@ class ProposalFile:
         with self.lock():
             fd = self._open(os.O_RDWR | os.O_APPEND | os.O_CREAT, "written")
             try:
+                if not os.fstat(fd).st_mode & 0o222:   # marked read-only: refused even where root could write
+                    raise ReadOnly(f"the {WHAT} {self.path!r} is marked read-only (no write permission)",
+                                   f"make it writable (chmod u+w {self.path!r}) or name another file; nothing "
+                                   "was proposed")
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     raise self._torn()
