@@ -28,6 +28,7 @@ def _db_path(ctx) -> str:
 
 
 @cli.group()
+@common_options
 def proposals():
     """Decide the writes an agent proposed (`fgraph mcp --propose FILE`): list, accept, reject.
 
