@@ -87,17 +87,20 @@ def check_closed(pending: list[dict], chosen: list[dict], accepting: bool) -> No
     chosen_ids = {r["id"] for r in chosen}
     order = pending if accepting else list(reversed(pending))
     missing: dict[str, str] = {}
-    for index, record in enumerate(order):
-        if record["id"] not in chosen_ids:
-            continue
+    left_out: dict[str, list[str]] = {}      # entity -> ids of records before this one, not chosen
+    for record in order:                     # one pass: linear in the entities touched
         touched = _records.event_entities(record) - _schema_names(record)
-        for other in order[:index]:
-            if other["id"] in chosen_ids or other["id"] in missing:
-                continue
-            if touched & (_records.event_entities(other) - _schema_names(other)):
-                missing[other["id"]] = record["id"]
+        if record["id"] in chosen_ids:
+            for entity in touched:
+                for other in left_out.get(entity, ()):
+                    missing.setdefault(other, record["id"])
+        else:
+            for entity in touched:
+                left_out.setdefault(entity, []).append(record["id"])
     if missing:
-        pairs = ", ".join(f"{o} (for {r})" for o, r in missing.items())
+        shown = list(missing.items())[:20]
+        pairs = ", ".join(f"{o} (for {r})" for o, r in shown)
+        pairs += f" and {len(missing) - len(shown)} more" if len(missing) > len(shown) else ""
         if accepting:
             raise Conflict(f"the selection leaves out earlier pending proposals it was planned on: {pairs}",
                            "accept those with it, or reject this one and let the agent propose again")
