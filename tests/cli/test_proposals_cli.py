@@ -5,6 +5,7 @@ is audited, an edited file and a store that moved on are refused, an interrupted
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -165,3 +166,42 @@ def test_an_interrupted_decision_is_finished_by_the_next_command(setup, monkeypa
     assert [r["id"] for r in listed["proposals"]] == [p3["id"]]
     assert store_lines(store) == before + [p1["event"], p2["event"]]
     assert [d["accepted"] for d in audit(pending)] == [[p1, p2]]
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "directory", "read-only"])
+def test_a_hostile_pending_file_is_a_typed_error_and_nothing_is_decided(setup, tmp_path, kind):
+    store, pending, (p1, p2, p3) = setup
+    digest = decide.stream_digest([p1, p2, p3])
+    before = store_lines(store)
+    path = tmp_path / "p.ndjson"
+    if kind == "read-only":
+        path.chmod(0o444)
+    else:
+        moved = tmp_path / "moved.ndjson"
+        path.rename(moved)
+        if kind == "link":
+            path.symlink_to(moved)
+        elif kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.mkdir()
+    code, out, err = invoke_cli(["--db", store, "proposals", "accept", pending, "--all", "--expect-digest", digest])
+    expected = {"link": "Conflict: the proposals file", "fifo": "Conflict: the proposals file",
+                "directory": "Conflict: the proposals file", "read-only": "ReadOnly: the proposals file"}[kind]
+    assert code == 1 and out == "" and err.startswith(expected) and "Traceback" not in err, err
+    assert store_lines(store) == before and audit(pending) == [] and not os.path.exists(decide.intent_path(pending))
+
+
+@pytest.mark.parametrize("kind", ["link", "directory"])
+def test_a_hostile_audit_file_is_refused_before_anything_is_written(setup, tmp_path, kind):
+    store, pending, (p1, p2, p3) = setup
+    before = store_lines(store)
+    target = tmp_path / "p.ndjson.decided.ndjson"
+    if kind == "link":
+        target.symlink_to(tmp_path / "elsewhere")
+    else:
+        target.mkdir()
+    code, out, err = invoke_cli(["--db", store, "proposals", "reject", pending, "--all"])
+    assert code == 1 and err.startswith("Conflict: proposals audit"), err
+    assert store_lines(store) == before and len(ProposalFile(pending).records()) == 3
+    assert not os.path.exists(decide.intent_path(pending)) and not (tmp_path / "elsewhere").exists()

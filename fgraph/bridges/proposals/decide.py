@@ -30,7 +30,7 @@ from fgraph.bridges.proposals import records as _records
 from fgraph.bridges.proposals.pending import ProposalFile
 from fgraph.core.canonical import dumps_bytes, loads
 from fgraph.core.errors import Conflict, FgraphError, FormatError, NotFound
-from fgraph.core.files import read_sidecar, remove_sidecar, write_atomically
+from fgraph.core.files import read_sidecar, refuse_unsafe_target, remove_sidecar, write_atomically
 from fgraph.core.limits import MAX_PROPOSALS_FILE_BYTES
 
 DECISION_FORMAT = "proposal-decision/1"
@@ -220,6 +220,8 @@ def decide(db, path: str, ids: list[str], *, every: bool = False, accept: bool, 
             conflicts = recheck(db, chosen)
             if conflicts:
                 return {**result, "conflicts": conflicts}
+        pending_file.check_writable()
+        refuse_unsafe_target(audit_path(path), "proposals audit")
         decision = {"fgraph": DECISION_FORMAT, "decided_by": by, "decided_at": decided_at, "reason": reason,
                     "store": os.path.abspath(db.path), "digest": digest if accept else None,
                     "accepted": chosen if accept else [], "rejected": [] if accept else chosen}

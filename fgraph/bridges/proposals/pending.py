@@ -210,7 +210,22 @@ class ProposalFile:
         """Rewrite the file to hold exactly ``records`` (atomically, under the lock)."""
         data = b"".join(_records.encode(r) for r in records)
         with self.lock():
+            self.check_writable()
             write_atomically(self.path, data, WHAT)
+
+    def check_writable(self) -> None:
+        """A typed error unless the file may be rewritten: absent, or a regular file not marked
+        read-only (a rename would replace a read-only file; the mark is respected instead)."""
+        fd = self._open(os.O_RDONLY, "read", missing_ok=True)
+        if fd is None:
+            return
+        try:
+            mode = os.fstat(fd).st_mode
+        finally:
+            os.close(fd)
+        if not mode & 0o222:
+            raise ReadOnly(f"the {WHAT} {self.path!r} is marked read-only (no write permission)",
+                           f"make it writable (chmod u+w {self.path!r}) to decide its proposals; nothing was decided")
 
 
 def _read_exactly(fd: int, offset: int, length: int) -> bytes:
