@@ -27,6 +27,13 @@ def _db_path(ctx) -> str:
     return resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
 
 
+def _decide(ctx, call):
+    """``call(db)`` on the store, which must exist: deciding against a new file would create it."""
+    from fgraph.bridges.reviewing import require_receiver
+    require_receiver(_db_path(ctx))
+    return open_and_call(ctx, RW, call)
+
+
 @cli.group()
 @common_options
 def proposals():
@@ -52,7 +59,7 @@ def list_(ctx, file, ids):
     Example: fgraph --db project.db proposals list proposals.ndjson
     """
     from fgraph.bridges.proposals import decide, show
-    result = open_and_call(ctx, RW, lambda db: decide.listing(db, file, list(ids)))
+    result = _decide(ctx, lambda db: decide.listing(db, file, list(ids)))
     return _show(ctx, result, lambda r: show.listing_text(r, _db_path(ctx)))
 
 
@@ -81,8 +88,8 @@ def accept(ctx, file, ids, every, by, expect_digest):
     Example: fgraph --db project.db proposals accept proposals.ndjson p-0123456789abcdef01234567 --expect-digest blake3:…
     """
     from fgraph.bridges.proposals import decide, show
-    result = open_and_call(ctx, RW, lambda db: decide.decide(db, file, list(ids), every=every, accept=True,
-                                                             expect_digest=expect_digest, by=by))
+    result = _decide(ctx, lambda db: decide.decide(db, file, list(ids), every=every, accept=True,
+                                                   expect_digest=expect_digest, by=by))
     return _show(ctx, result, show.decision_text)
 
 
@@ -97,6 +104,6 @@ def reject(ctx, file, ids, every, by, reason):
     Example: fgraph --db project.db proposals reject proposals.ndjson --all --reason "not now"
     """
     from fgraph.bridges.proposals import decide, show
-    result = open_and_call(ctx, RW, lambda db: decide.decide(db, file, list(ids), every=every, accept=False,
-                                                             by=by, reason=reason))
+    result = _decide(ctx, lambda db: decide.decide(db, file, list(ids), every=every, accept=False,
+                                                   by=by, reason=reason))
     return _show(ctx, result, show.decision_text)

@@ -205,3 +205,9 @@ def test_a_hostile_audit_file_is_refused_before_anything_is_written(setup, tmp_p
     assert code == 1 and err.startswith("Conflict: proposals audit"), err
     assert store_lines(store) == before and len(ProposalFile(pending).records()) == 3
     assert not os.path.exists(decide.intent_path(pending)) and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_missing_store_is_not_created(setup, tmp_path):
+    store, pending, _ = setup
+    code, out, err = invoke_cli(["--db", str(tmp_path / "new.db"), "proposals", "list", pending])
+    assert code == 1 and err.startswith("NotFound: the receiver database") and not (tmp_path / "new.db").exists()
