@@ -211,3 +211,39 @@ def test_a_missing_store_is_not_created(setup, tmp_path):
     store, pending, _ = setup
     code, out, err = invoke_cli(["--db", str(tmp_path / "new.db"), "proposals", "list", pending])
     assert code == 1 and err.startswith("NotFound: the receiver database") and not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.parametrize("left", ["torn audit line", "audit written", "pending rewritten and audit written"])
+def test_each_step_of_a_decision_is_done_once_when_finished_again(setup, monkeypatch, tmp_path, left):
+    """A kill after part of step 4: the next command neither repeats nor loses a step."""
+    store, pending, (p1, p2, p3) = setup
+    digest = decide.stream_digest([p1])
+
+    class Killed(BaseException):
+        pass
+
+    def killed(*args, **kwargs):
+        raise Killed()
+    real = decide.finish
+    monkeypatch.setattr(decide, "finish", killed)
+    with fgraph.connect(store) as db, pytest.raises(Killed):
+        decide.decide(db, pending, [p1["id"]], accept=True, expect_digest=digest, by="alice")
+    monkeypatch.setattr(decide, "finish", real)
+    with open(decide.intent_path(pending), "rb") as handle:
+        line = (json.dumps(json.loads(handle.read())["decision"], sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False) + "\n").encode()
+    audit_file = tmp_path / "p.ndjson.decided.ndjson"
+    if left == "torn audit line":
+        audit_file.write_bytes(line[: len(line) // 2])
+    else:
+        audit_file.write_bytes(line)
+        with fgraph.connect(store) as db:
+            db.apply(p1["event"] + "\n")
+        if left.startswith("pending rewritten"):
+            ProposalFile(pending).replace([p2, p3])
+    code, listed, err = cli_json(store, "proposals", "list", pending)
+    assert code == 0 and listed["recovered"]["accepted"] == [p1["id"]], err
+    assert audit_file.read_bytes() == line                              # one whole line, not two
+    assert [r["id"] for r in ProposalFile(pending).records()] == [p2["id"], p3["id"]]
+    assert store_lines(store).count(p1["event"]) == 1
+    assert not os.path.exists(decide.intent_path(pending))
