@@ -18,10 +18,10 @@ from __future__ import annotations
 import secrets
 
 from fgraph.bridges.proposals.pending import ProposalFile
-from fgraph.bridges.proposals.records import event_entities, make_record, proposal_id
+from fgraph.bridges.proposals.records import encode, event_entities, make_record, proposal_id
 from fgraph.core.checks import is_strict_int
 from fgraph.core.canonical import loads
-from fgraph.core.errors import Conflict, NotFound
+from fgraph.core.errors import Conflict, FormatError, NotFound
 from fgraph.core.identity import read_clock
 from fgraph.core.limits import MCP_ABOUT_DEPTH, MCP_PAGE_LIMIT, MCP_RECALL_K
 from fgraph.mcp.planning import PlanningCopy, entity_keys
@@ -46,8 +46,9 @@ class ProposingTools(Tools):
         self.copy = PlanningCopy(db, clock=clock, event_factory=event_factory)
         self.session = session or new_session()
         self.records: list[dict] = []            # the pending proposals, in file order
-        self._stamp: tuple[int, int] | None = None
-        self._offset = 0
+        self._read = self._rewritten = False     # the file read once; rewritten since the copy was built
+        self._offset = 0                         # the end of the last line read
+        self._applied = 0                        # how many of ``records`` the copy holds
 
     def check(self) -> None:
         """Read the proposals file once at start-up, so a link, FIFO, directory or broken line is
@@ -56,26 +57,40 @@ class ProposingTools(Tools):
             self._sync()
 
     # -- the pending proposals ------------------------------------------------------
-    def _sync(self) -> list[dict] | None:
-        """Bring ``records`` up to date (under the file lock): the records appended since the last
-        look, or None when the file was replaced or shrank (read again from the start)."""
-        stamp = self.file.stamp()
-        if self._stamp is not None and stamp == self._stamp:
-            return []
-        if self._stamp is None or stamp[0] != self._stamp[0] or stamp[1] < self._offset:
-            self.records, self._offset = self.file.records_after(0)
-            self._stamp = stamp
-            return None
-        new, self._offset = self.file.records_after(self._offset)
-        self.records.extend(new)
-        self._stamp = stamp
-        return new
+    def _sync(self) -> None:
+        """Bring ``records`` up to date (under the file lock): the lines appended since the last
+        look are added; a rewrite (a decision) is read again from the start and marks the copy for
+        a rebuild. The last record read must still be where it was: a rewrite only removes
+        records, so a removal before it or of it shows there; neither the inode nor the size
+        tells, since a rewrite's file may take the inode number the old one freed and another
+        server's append may restore the size a removal took away."""
+        if self._read:
+            if not self.records and self._offset == 0:
+                self.records, self._offset = self.file.records_after(0)
+                return
+            last = self.records[-1]
+            start = self._offset - len(encode(last))
+            found: list[dict] = []
+            if self.file.stamp()[1] >= self._offset:
+                try:
+                    found, end = self.file.records_after(start)
+                except FormatError:   # that offset is no longer the start of a line
+                    found = []
+            if found and found[0] == last:
+                self.records.extend(found[1:])
+                self._offset = end
+                return
+        self.records, self._offset = self.file.records_after(0)
+        self._read, self._rewritten = True, True
 
     def _planning_db(self):
-        new = self._sync()
-        if new is None or self.copy.stale():
-            return self.copy.rebuild(self.records)
-        self.copy.apply(new)
+        self._sync()
+        if self._rewritten or self.copy.stale():
+            self.copy.rebuild(self.records)
+            self._rewritten = False
+        else:
+            self.copy.apply(self.records[self._applied:])
+        self._applied = len(self.records)
         return self.copy.db
 
     def pending(self) -> list[dict]:
@@ -127,8 +142,7 @@ class ProposingTools(Tools):
                 self.copy.invalidate()   # the planned transaction stays out of the copy
                 raise
             self.records.append(record)
-            self._stamp = self.file.stamp()
-            self._offset = self._stamp[1]
+            self._offset, self._applied = self.file.stamp()[1], len(self.records)
             return envelope(answer["basis_tx"], dict(data, status=PROPOSED, proposal=pid, review=REVIEW))
 
     def _basis_guard(self, if_basis_tx, planned_latest: int):
