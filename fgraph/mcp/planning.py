@@ -61,6 +61,13 @@ class PlanningCopy:
     def apply(self, records: list[dict]) -> None:
         """Apply pending proposals to the copy one by one; one that the store refuses now is left out."""
         assert self.db is not None
+        if not records:
+            return
+        try:   # all in one transaction, the common case; else one by one, to leave out only what fails
+            self.db.apply_summary([record["event"] for record in records])
+            return
+        except FgraphError:
+            pass
         for record in records:
             try:
                 self.db.apply_summary([record["event"]])

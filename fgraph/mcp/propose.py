@@ -128,6 +128,7 @@ class ProposingTools(Tools):
             known = next((record for record in self.records if record["id"] == pid), None)
             if known is not None:
                 return self._repeated(known)
+            _check_operation_id(self.records, arguments.get("operation_id"))
             planned = dict(call, if_basis_tx=self._basis_guard(call.get("if_basis_tx"), db.latest_tx()))
             answer = getattr(Tools(db, embed=self.embed), tool)(by=by, **planned)
             data = answer["data"]
@@ -192,3 +193,13 @@ class ProposingTools(Tools):
         answer = super().recall(query, k, expand)
         hits = [dict(hit, pending=self.touching(hit["entity"])) for hit in answer["data"]["hits"]]
         return envelope(answer["basis_tx"], dict(answer["data"], hits=hits))
+
+
+def _check_operation_id(records: list[dict], operation_id) -> None:
+    """An operation id a pending proposal used for another call is refused, as ``--write`` refuses
+    it: an event line does not carry its operation id, so a copy rebuilt from the pending lines
+    would not know it."""
+    for record in records:
+        if isinstance(operation_id, str) and record["arguments"].get("operation_id") == operation_id:
+            raise Conflict(f"operation_id {operation_id!r} was already used for another request "
+                           f"(pending proposal {record['id']})", "use a new operation_id for a different request")

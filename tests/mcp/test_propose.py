@@ -274,3 +274,17 @@ def test_a_read_only_proposals_file_refuses_the_proposal_and_plans_it_again_late
     # the refused plan left nothing behind in the copy: the same transaction as on a fresh copy
     assert again["tx"] == expected
     assert len(ProposalFile(str(unwritable)).records()) == 1
+
+
+def test_an_operation_id_a_pending_proposal_used_is_refused_for_another_call_even_after_a_rebuild(store, tmp_path):
+    from fgraph.mcp.propose import ProposingTools
+    proposals = str(tmp_path / "p.ndjson")
+    with fgraph.connect(str(store), read_only=True) as db:
+        first = ProposingTools(db, proposals, clock=CONFORMANCE_CLOCK)
+        first.remember("mcp:a", "o1", facts={"id": "ada", "person/city": "London"})
+        other = ProposingTools(db, proposals, clock=CONFORMANCE_CLOCK)   # its copy is built from the lines
+        for tools in (first, other):
+            with pytest.raises(fgraph.FgraphError) as refused:
+                tools.remember("mcp:a", "o1", facts={"id": "ada", "person/city": "Paris"})
+            assert type(refused.value).__name__ == "Conflict" and "already used for another request" in str(refused.value)
+    assert len(ProposalFile(proposals).records()) == 1
