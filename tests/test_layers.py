@@ -188,6 +188,7 @@ TESTED_BY = {
     "bridges/proposals/decide.py": ["test_proposals_cli.py", "test_proposals_kill.py"],
     "bridges/proposals/show.py": ["test_proposals_cli.py"],
     "cli/proposals.py": ["test_proposals_cli.py", "test_proposals_kill.py"],
+    "mcp/planning.py": ["test_propose.py", "test_propose_concurrency.py"],
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import fgraph
 from fgraph.bridges.proposals.pending import ProposalFile
-from tests.support.cli import FGRAPH, clean_env, run_cli
+from tests.support.cli import clean_env, run_cli
 from tests.support.constants import CONFORMANCE_CLOCK
 from tests.support.mcp import OURS, call, session_run
 
@@ -210,9 +210,8 @@ def test_two_servers_plan_on_each_others_proposals_and_a_direct_write_rebuilds_t
 
 # ------------------------------------------------------------------ a hostile proposals file
 
-def _start(store, proposals) -> subprocess.CompletedProcess:
-    return subprocess.run([FGRAPH, "--db", str(store), "mcp", "--propose", str(proposals)], input=b"",
-                          capture_output=True, env=clean_env(), timeout=120)
+def _start(store, proposals):
+    return run_cli("mcp", "--propose", proposals, db=store, env=clean_env(), input="")
 
 
 @pytest.mark.parametrize("kind", ["link", "fifo", "directory"])
@@ -225,9 +224,8 @@ def test_a_proposals_file_that_is_a_link_fifo_or_directory_is_refused_at_start(s
         os.mkfifo(proposals)
     else:
         proposals.mkdir()
-    done = _start(store, proposals)
-    err = done.stderr.decode()
-    assert done.returncode != 0 and "Traceback" not in err
+    code, _, err = _start(store, proposals)
+    assert code != 0 and "Traceback" not in err
     assert {"link": "symbolic link", "fifo": "FIFO", "directory": "directory"}[kind] in err
     if kind == "link":
         assert real.read_bytes() == b""
