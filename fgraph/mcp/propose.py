@@ -104,7 +104,8 @@ class ProposingTools(Tools):
         records = self.pending()
         if not records:
             return []
-        keys = entity_keys(self.db, selector)
+        with self.lock:   # the store's connection serves one call at a time
+            keys = entity_keys(self.db, selector)
         return [record["id"] for record in records if keys & event_entities(record)]
 
     # -- writes: proposals ------------------------------------------------------------
@@ -134,10 +135,11 @@ class ProposingTools(Tools):
             data = answer["data"]
             if data.get("status") != "applied":   # nothing to change, or this operation_id is pending already
                 return answer
-            record = make_record(tool=tool, arguments=arguments, by=by, source=call.get("source"),
-                                 client=by[len("mcp:"):] or None, session=self.session, basis_tx=self.copy.store_tx,
-                                 proposed_at=read_clock(self.copy.clock), event_line=self.copy.event_line(data["tx"]))
             try:
+                record = make_record(tool=tool, arguments=arguments, by=by, source=call.get("source"),
+                                     client=by[len("mcp:"):] or None, session=self.session,
+                                     basis_tx=self.copy.store_tx, proposed_at=read_clock(self.copy.clock),
+                                     event_line=self.copy.event_line(data["tx"]))
                 self.file.append(record)
             except BaseException:
                 self.copy.invalidate()   # the planned transaction stays out of the copy
