@@ -23,9 +23,11 @@ import sys
 import tempfile
 
 import anyio
+import orjson
 
 from common import REPO, fgraph, fgraph_executable
 from query import measure, peer_python
+from recall_eval import GROUPS, QUESTIONS, expected_keys, write_store_inputs
 from search import build as build_search_store
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "import")
@@ -186,13 +188,96 @@ def build_generated_store(path: str, batches: list) -> None:
             db.transact(batch)
 
 
+# ----------------------------------------------------------------- the evaluation set (issue 50)
+
+def build_eval_store(path: str, directory: str) -> tuple[str, str]:
+    memory, log = write_store_inputs(directory)
+    exe = fgraph_executable()
+    for fmt, name in (("mcp-memory", memory), ("jsonl-log", log)):
+        subprocess.run([exe, "--db", path, "import", fmt, name], check=True, capture_output=True)
+    return memory, log
+
+
+def bm25_baseline(memory: str, log: str, questions: list) -> list:
+    """What a user writes in twenty lines: one FTS5 row per entity (name, type, observations, its
+    relations) and per decision (what, why, alternatives, entities), the question's words OR-ed,
+    ranked by BM25."""
+    import sqlite3
+    import re
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE doc USING fts5(key, body, tokenize='porter unicode61 remove_diacritics 2')")
+    rows: dict[str, list[str]] = {}
+    with open(memory, "rb") as lines:
+        for line in lines:
+            item = orjson.loads(line)
+            if item["type"] == "entity":
+                rows.setdefault(item["name"], []).extend([item["name"], item["entityType"], *item["observations"]])
+            else:
+                rows.setdefault(item["from"], []).append(f"{item['relationType']} {item['to']}")
+                rows.setdefault(item["to"], []).append(f"{item['from']} {item['relationType']}")
+    with open(log, "rb") as lines:
+        for line in lines:
+            item = orjson.loads(line)
+            content = item["content"]
+            rows[f"decision:{item['id']}"] = [content["what"], content["why"], *content["alternatives"], *item["entities"]]
+    db.executemany("INSERT INTO doc VALUES (?, ?)", [(key, "\n".join(body)) for key, body in rows.items()])
+    answers = []
+    for question, _ in questions:
+        words = re.findall(r"\w+", question.lower())
+        match = " OR ".join(f'"{w}"' for w in words) or '""'
+        answers.append([key for (key,) in db.execute(
+            "SELECT key FROM doc WHERE doc MATCH ? ORDER BY bm25(doc) LIMIT ?", (match, K))])
+    return answers
+
+
+def first_rank(expected: list, found: list) -> int | None:
+    for rank, entity in enumerate(found[:K], 1):
+        if entity in expected:
+            return rank
+    return None
+
+
+def eval_set(peer: str | None, tmp: str, show: bool) -> None:
+    """Answered (an expected entity in the top 5) and MRR per group: ours, BM25, published."""
+    path = os.path.join(tmp, "couriers.db")
+    memory, log = build_eval_store(path, tmp)
+    questions = [(q, expected_keys(e)) for _, q, e in QUESTIONS]
+    runs = {"ours": ask_all(fgraph_executable(), path, questions), "FTS5 BM25": bm25_baseline(memory, log, questions)}
+    if peer:
+        copy = path + ".peer.db"
+        subprocess.run(["cp", path, copy], check=True)
+        runs["published"] = ask_all(peer, copy, questions)
+    print(f"evaluation set (benchmarks/recall_eval.py): answered in the top {K} / MRR, MCP recall, no embedder")
+    print(f"{'group':12} {'questions':>9}" + "".join(f" {label:>16}" for label in runs))
+    for group in (*GROUPS, "all"):
+        picked = [i for i, (g, _, _) in enumerate(QUESTIONS) if group in (g, "all")]
+        line = f"{group:12} {len(picked):9}"
+        for answers in runs.values():
+            ranks = [first_rank(questions[i][1], answers[i]) for i in picked]
+            answered = sum(r is not None for r in ranks)
+            mrr = sum(1 / r for r in ranks if r) / len(picked)
+            line += f" {answered:5}/{len(picked):<3} {mrr:5.2f}"
+        print(line)
+    print("targets: natural >= 16 of 20 (ours), every misspelled key word found")
+    if show:
+        for i, (group, question, _) in enumerate(QUESTIONS):
+            print(f"  [{group}] {question!r}: expected {questions[i][1]}")
+            for label, answers in runs.items():
+                print(f"      {label:10} {answers[i]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--list", action="store_true", help="print every question and what was found")
+    parser.add_argument("--eval-only", action="store_true", help="only the evaluation set of issue 50")
     args = parser.parse_args()
     peer = os.environ.get("FGRAPH_PEER")
+    if args.eval_only:
+        with tempfile.TemporaryDirectory(prefix="fgraph-recall-eval-") as tmp:
+            eval_set(peer, tmp, args.list)
+        return
     batches, generated_questions = generated_memory()
     with tempfile.TemporaryDirectory(prefix="fgraph-recall-bench-") as tmp:
         sets = [("fixtures", os.path.join(tmp, "fixtures.db"), FIXTURE_QUESTIONS),
@@ -231,12 +316,14 @@ def main() -> None:
                 continue
             line += f" {sums[label][0] / total:6.2f} {sums[label][1]:3}/{total:<3}"
         print(line + "   (target: >= 5 of 6 answered, after)")
+        eval_set(peer, tmp, args.list)
         big = os.path.join(tmp, "big.db")
         build_search_store(big, args.events, 0)
         theirs_python = peer_python()
         print(f"recall time on the {args.events}-event search store (k=10, best of {args.repeat}):")
         for label, text in (("two words", "w5 w40"), ("rare word", "w1500"), ("no hit by the published rule",
-                                                                              "w1999 w1998 w1997")):
+                                                                              "w1999 w1998 w1997"),
+                            ("unknown word (typo scan)", "wxyzq")):
             ours = measure(sys.executable, big, "search", {"text": text, "k": 10, "match": "fill"}, args.repeat)
             line = f"  {label:30} ours (fill) {ours['seconds'] * 1000:8.1f} ms"
             if theirs_python:
