@@ -16,21 +16,12 @@ import fgraph
 from fgraph.bridges.proposals.pending import ProposalFile
 from tests.support.cli import clean_env, run_cli
 from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.proposals import AGENT_CALLS as CALLS
 from tests.support.mcp import OURS, call, session_run
 
 PROPOSE_ORDER = ["remember", "forget", "undo", "recall", "about", "why", "history", "query", "datoms", "receipt",
                  "schema", "explain", "context"]
 
-# each call's arguments may name what an earlier answer said (its basis_tx, its tx), as an agent does
-CALLS = [
-    ("remember", lambda seen: {"facts": {"id": "ada", "person/city": "London"}, "operation_id": "o1"}),
-    ("remember", lambda seen: {"text": "Ada prefers vim", "key": "note-1", "operation_id": "o2", "source": "chat"}),
-    ("forget", lambda seen: {"entity": "ada", "attribute": "person/born", "operation_id": "o3",
-                             "if_basis_tx": seen[-1]["basis_tx"]}),
-    ("undo", lambda seen: {"tx": seen[0]["data"]["tx"], "operation_id": "o4", "if_basis_tx": seen[-1]["basis_tx"]}),
-    ("remember", lambda seen: {"facts": [{"id": "carol", "person/name": "Carol", "person/knows": {"ref": "ada"}}],
-                               "operation_id": "o5"}),
-]
 
 
 @pytest.fixture

@@ -15,17 +15,9 @@ import fgraph
 from fgraph.bridges.proposals.pending import ProposalFile
 from tests.support.cli import clean_env, run_cli
 from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.proposals import AGENT_CALLS as CALLS
 from tests.support.mcp import OURS, session_run
 
-CALLS = [
-    ("remember", lambda seen: {"facts": {"id": "ada", "person/city": "London"}, "operation_id": "o1"}),
-    ("remember", lambda seen: {"text": "Ada prefers vim", "key": "note-1", "operation_id": "o2", "source": "chat"}),
-    ("forget", lambda seen: {"entity": "ada", "attribute": "person/born", "operation_id": "o3",
-                             "if_basis_tx": seen[-1]["basis_tx"]}),
-    ("undo", lambda seen: {"tx": seen[0]["data"]["tx"], "operation_id": "o4", "if_basis_tx": seen[-1]["basis_tx"]}),
-    ("remember", lambda seen: {"facts": [{"id": "carol", "person/name": "Carol", "person/knows": {"ref": "ada"}}],
-                               "operation_id": "o5"}),
-]
 
 
 @pytest.fixture

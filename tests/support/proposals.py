@@ -10,6 +10,17 @@ import fgraph
 from fgraph.bridges.proposals import records
 from fgraph.bridges.proposals.pending import ProposalFile
 
+# five calls of an agent's session, each may name what an earlier answer said (its basis_tx, its tx)
+AGENT_CALLS = [
+    ("remember", lambda seen: {"facts": {"id": "ada", "person/city": "London"}, "operation_id": "o1"}),
+    ("remember", lambda seen: {"text": "Ada prefers vim", "key": "note-1", "operation_id": "o2", "source": "chat"}),
+    ("forget", lambda seen: {"entity": "ada", "attribute": "person/born", "operation_id": "o3",
+                             "if_basis_tx": seen[-1]["basis_tx"]}),
+    ("undo", lambda seen: {"tx": seen[0]["data"]["tx"], "operation_id": "o4", "if_basis_tx": seen[-1]["basis_tx"]}),
+    ("remember", lambda seen: {"facts": [{"id": "carol", "person/name": "Carol", "person/knows": {"ref": "ada"}}],
+                               "operation_id": "o5"}),
+]
+
 
 def planning_copy(store: str, pending: list[dict]) -> fgraph.Db:
     """A store in memory holding ``store``'s events, then the pending proposals' events."""
