@@ -40,7 +40,7 @@ PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
 EXTRA_MODULES = {"fgraph.bridges.browse.app": "browse", "fgraph.bridges.browse.pages": "browse",
                  "fgraph.bridges.sync.adapters.nats": "nats",
                  "fgraph.bridges.sync.adapters.nats_urls": "nats", "fgraph.bridges.sync.adapters.nats_tls": "nats",
-                 "fgraph.core.replica": "litestream",
+                 "fgraph.core.replica": "litestream", "fgraph.bridges.embed_model": "embed",
                  "fgraph.query.search.vector_index": "vectors"}
 
 

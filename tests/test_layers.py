@@ -185,6 +185,10 @@ TESTED_BY = {
     "bridges/embed_model.py": ["test_recall_hybrid.py"],
     "query/datalog/shaping.py": ["test_datalog_results.py"],
     "query/datalog/terms.py": ["test_datalog_engine.py", "test_interop_queries.py"],
+    "bridges/proposals/decide.py": ["test_proposals_cli.py", "test_proposals_kill.py"],
+    "bridges/proposals/show.py": ["test_proposals_cli.py"],
+    "cli/proposals.py": ["test_proposals_cli.py", "test_proposals_kill.py"],
+    "mcp/planning.py": ["test_propose.py", "test_propose_concurrency.py"],
 }
 
 

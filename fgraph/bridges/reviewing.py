@@ -28,11 +28,24 @@ def require_receiver(path: str) -> None:
 def review_stream(db, src: str, stdin: IO) -> dict:
     """What applying SRC to ``db`` would do, by a dry run (nothing is written)."""
     from fgraph.streams.review import review
+    if _proposals(src):   # a proposals file of `mcp --propose` (docs/proposals.md P5)
+        from fgraph.bridges.proposals import show
+        return show.review(db, src)
     with open_stream(src, stdin) as handle:
         return review(db, handle, _name(src))
 
 
+def _proposals(src: str) -> bool:
+    if src == "-":
+        return False
+    from fgraph.bridges.proposals.show import is_proposals_file
+    return is_proposals_file(src)
+
+
 def review_markdown(result: dict) -> str:
+    if "proposals_file" in result:
+        from fgraph.bridges.proposals import show
+        return show.markdown(result)
     from fgraph.streams.render import markdown
     return markdown(result)
 
@@ -40,6 +53,9 @@ def review_markdown(result: dict) -> str:
 def digest_stream(src: str, stdin: IO) -> dict:
     """``blake3:<hex>`` of the exact bytes of SRC."""
     from fgraph.streams.digest import digest_of
+    if _proposals(src):   # the digest `proposals accept --all` needs: of the pending proposals' events
+        from fgraph.bridges.proposals import decide, pending
+        return {"digest": decide.stream_digest(pending.ProposalFile(src).records()), "stream": _name(src)}
     with open_stream(src, stdin) as handle:
         return {"digest": digest_of(handle), "stream": _name(src)}
 
@@ -54,9 +70,10 @@ def expecting(handle, digest: str | None):
 
 def render_stream(src: str, stdin: IO, out) -> None:
     """Write the rendered text of SRC on the binary stream ``out``."""
+    from fgraph.bridges.proposals.show import render_lines as render_proposals
     from fgraph.streams.render import render_lines
     with open_stream(src, stdin) as handle:
-        for line in render_lines(handle):
+        for line in render_proposals(handle) or render_lines(handle):
             out.write(line.encode("utf-8") + b"\n")
     out.flush()
 

@@ -59,6 +59,7 @@ COMMAND_HOMES = {
     "excise": "fgraph.cli.forget",
     "browse": "fgraph.cli.browse",
     "tail": "fgraph.cli.tail",
+    "proposals": "fgraph.cli.proposals",
     **dict.fromkeys(("review", "render", "verify-stream"), "fgraph.cli.review"),
 }
 MAIN_MODULE = "fgraph.cli.main"

@@ -30,6 +30,7 @@ SUMMARIES = {
     "info": "Statistics and the latest transaction.",
     "init": "Create the database if needed; print statistics.",
     "mcp": "Serve the database to agents over MCP (stdio).",
+    "proposals": "Decide the writes an agent proposed: list, accept, reject.",
     "q": "Answer a Datalog query.",
     "render": "Print an event/1 stream as text, one fact per line.",
     "restore": "Restore a snapshot into a new, empty database.",

@@ -320,20 +320,25 @@ def verify(ctx, src):
 @click.option("--write", is_flag=True, help="Offer the write tools (remember, forget, undo); the file may change.")
 @click.option("--allow-excise", is_flag=True, help="With --write, offer the excise tool too: an agent may erase data "
               "irreversibly (docs/mcp.md M8).")
+@click.option("--propose", metavar="FILE", type=PATH, help="Offer the write tools as proposals: each call is checked "
+              "against the store, which stays read-only, and appended to FILE for a person to review (docs/proposals.md).")
 @click.option("--embed-cmd", metavar="CMD", type=PATH, help="Embedder for recall and remember: an executable or a JSON argv "
               "array; reads text on stdin, prints a JSON array.")
 @click.pass_context
-def mcp(ctx, write, allow_excise, embed_cmd):
-    """Serve the database to agents over MCP on stdio (read-only unless --write)."""
+def mcp(ctx, write, allow_excise, propose, embed_cmd):
+    """Serve the database to agents over MCP on stdio (read-only unless --write; --propose queues writes for review)."""
+    if propose is not None and write:
+        raise click.UsageError("--propose and --write exclude each other: a proposing server writes nothing to the store")
     if allow_excise and not write:
-        raise click.UsageError("--allow-excise needs --write: a read-only server offers no write tool")
+        raise click.UsageError("--allow-excise needs --write: a read-only server offers no write tool"
+                               + (" (an excision is never proposed)" if propose is not None else ""))
     from fgraph.bridges import embed
     from fgraph.mcp import server as mcp_server  # the SDK loads only for this command
     path = resolve_db_path(ctx.meta.get(DB_KEY), os.environ)
     embed_cmd = embed.configured() if embed_cmd is None else embed_cmd  # FGRAPH_EMBED_CMD
     embedder = None if embed_cmd is None else (lambda text: embed.embed(embed_cmd, text))
     with connect(path, read_only=not write) as db:
-        mcp_server.serve(db, write=write, embed=embedder, allow_excise=allow_excise)
+        mcp_server.serve(db, write=write, embed=embedder, allow_excise=allow_excise, propose=propose)
 
 
 @cli.command()

@@ -24,24 +24,32 @@ def render(group: click.Group) -> str:
            "Generated from the commands themselves; `fgraph COMMAND --help` prints the same.", ""]
     context = click.Context(group, info_name="fgraph")
     for name in sorted(group.commands):
-        command = group.commands[name]
-        sub = click.Context(command, info_name=name, parent=context)
-        out += [f"### `{name}`", "", command.short_help or "", "", "```",
-                f"fgraph {name} {' '.join(command.collect_usage_pieces(sub))}".rstrip(), "```", ""]
-        description = _description(command)
-        if description:
-            out += [description, ""]
-        rows = [param.get_help_record(sub) for param in command.get_params(sub)
-                if isinstance(param, click.Option) and "--help" not in param.opts]
-        rows = [row for row in rows if row is not None]
-        if rows:
-            out += ["| option | meaning |", "|---|---|"]
-            out += [f"| `{_cell(flags)}` | {_cell(text)} |" for flags, text in rows]
-            out.append("")
-        example = example_of(command)
-        if example:
-            out += ["Example:", "", "```", example, "```", ""]
+        _section(out, name, group.commands[name], context)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _section(out: list[str], name: str, command: click.Command, context: click.Context) -> None:
+    """One command's section; a group's (``proposals``) is followed by one per subcommand."""
+    sub = click.Context(command, info_name=name, parent=context)
+    summary = command.short_help or command.get_short_help_str(limit=200)
+    out += [f"### `{name}`", "", summary, "", "```",
+            f"fgraph {name} {' '.join(command.collect_usage_pieces(sub))}".rstrip(), "```", ""]
+    description = _description(command)
+    if description:
+        out += [description, ""]
+    rows = [param.get_help_record(sub) for param in command.get_params(sub)
+            if isinstance(param, click.Option) and "--help" not in param.opts]
+    rows = [row for row in rows if row is not None]
+    if rows:
+        out += ["| option | meaning |", "|---|---|"]
+        out += [f"| `{_cell(flags)}` | {_cell(text)} |" for flags, text in rows]
+        out.append("")
+    example = example_of(command)
+    if example:
+        out += ["Example:", "", "```", example, "```", ""]
+    if isinstance(command, click.Group):
+        for child in sorted(command.commands):
+            _section(out, f"{name} {child}", command.commands[child], context)
 
 
 def _description(command: click.Command) -> str:

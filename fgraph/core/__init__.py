@@ -1,7 +1,7 @@
 """core: the format-v2 file and the write path, one flat package whose modules fall in six groups.
 
 - format and files: ``layout``, ``genesis``, ``probe``, ``connection``, ``replica``, ``replica_follow``,
-  ``files``, ``sidecars``, ``docblocks``
+  ``memory_copy``, ``files``, ``sidecars``, ``docblocks``
 - values and canonical JSON: ``values``, ``canonical``, ``checks``, ``hashing``, ``mappings``, ``types``
 - names, identities and clocks: ``names``, ``identity``, ``timespec``, ``timepoints``
 - the write path: ``session``, ``txn``, ``transact``, ``plan``, ``selectors``, ``operations``,

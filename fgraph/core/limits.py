@@ -63,6 +63,13 @@ MCP_MESSAGE_BYTES = 4 * MAX_EVENT_BYTES
 # a document's 80 levels (spec 02 §5) inside the message, and below the 200 the SDK's parser stops at
 MCP_MESSAGE_DEPTH = 100
 
+# issue 51 — proposals an agent writes for a person to review (fgraph.bridges.proposals, docs/proposals.md)
+MAX_PROPOSAL_LINE_BYTES = MCP_MESSAGE_BYTES + 2 * MAX_EVENT_BYTES + 65536   # one proposal/1 record: the call's
+                                                                            # arguments and its event, escaped
+MAX_PROPOSALS = 10_000                      # records one proposals file may hold pending
+MAX_PROPOSALS_FILE_BYTES = 256 * 1048576    # bytes of a pending file fgraph reads whole
+PROPOSALS_LOCK_SECONDS = 30.0               # how long a proposer or a decision waits for the file's lock
+
 # 10 — what one MCP tool call may ask for and one answer may hold (fgraph/mcp/specs.py, docs/mcp.md)
 MCP_RESPONSE_BYTES = 262_144                        # canonical JSON of one tool envelope or resource body (§3.4)
 MCP_PAGE_LIMIT = 100                                # rows of a why, history, datoms or schema page: default and most;

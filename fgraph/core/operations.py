@@ -34,6 +34,7 @@ class Operations:
         slots: dict[tuple[Handle, Handle], Slot]
         tx: NewIdent
         cas_slots: set[tuple[Handle, Handle]]
+        cas_mismatch: Conflict | None
         entity_retractions: dict[tuple[int, ValueKey], Handle | None]
 
         @overload
@@ -189,9 +190,10 @@ class Operations:
         desired = self.plain_value(op[4], allocate=True, allow_missing=True)
         current = [k for k in slot.present]
         want = [] if expected is values.MISSING else [(expected.t, expected.v)]
-        if current != want:
-            raise Conflict(f"cas on {op[2]!r} expected {op[3]!r} but the live value differs",
-                           "read the current value and retry with it")
+        if current != want and self.cas_mismatch is None:
+            # planned on as if it held: the conflict is raised by finish(), after the other items
+            self.cas_mismatch = Conflict(f"cas on {op[2]!r} expected {op[3]!r} but the live value differs",
+                                         "read the current value and retry with it")
         slot.items.add(self.item)
         if expected is not values.MISSING and desired is not values.MISSING and \
                 (expected.t, expected.v) == (desired.t, desired.v):

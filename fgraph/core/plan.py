@@ -80,6 +80,10 @@ class Planner(Identities, Operations):
         self.seq = itertools.count()
         self.tx = NewIdent("tx", None)
         self.cas_slots: set[tuple[Handle, Handle]] = set()
+        # a cas whose expectation failed: raised once every item is planned, so an error of a later
+        # item (a value of the wrong type, a pinned unique value) is the one reported, as the
+        # published runtime reports it
+        self.cas_mismatch: Conflict | None = None
         self.item = 0
         self.dirty: dict[int, Slot] = {}        # slots whose working values changed
         self.fact_tx: dict[int, int] = {}       # live fact id -> asserting tx, as loaded
@@ -336,6 +340,8 @@ class Planner(Identities, Operations):
     # -- final state ------------------------------------------------------------
     def finish(self) -> "Delta":
         """Check the final state, drop unused placeholders, and return the delta."""
+        if self.cas_mismatch is not None:
+            raise self.cas_mismatch
         for key in self.cas_slots:
             if len(self.slots[key].items) > 1:
                 raise Conflict(f"cas on {self.attribute_label(key[1])!r} shares its entity and attribute with "

@@ -21,7 +21,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from fgraph.core.sqlite_errors import as_typed
-from fgraph.mcp.specs import Hints, Param, ToolSpec, listed
+from fgraph.mcp.specs import Hints, Param, ToolSpec, listed, proposing
 
 _PYTHON = {"string": str, "integer": int, "boolean": bool, "object": dict[str, Any], "array": list[Any]}
 _RESULT = dict[str, Any]   # the envelope: structured output whose schema is `<tool>DictOutput`
@@ -107,8 +107,11 @@ def tool_function(spec: ToolSpec, method: Callable[..., dict]) -> Callable[..., 
     return call
 
 
-def register_tools(server: MCPServer, tools, *, write: bool, allow_excise: bool = False) -> None:
-    """Every tool of the table a server lists (``--write`` or not, ``--allow-excise`` or not), in its order."""
-    for spec in listed(write=write, allow_excise=allow_excise):
+def register_tools(server: MCPServer, tools, *, write: bool, allow_excise: bool = False, propose: bool = False) -> None:
+    """Every tool of the table a server lists (``--write`` or not, ``--allow-excise`` or not), in its
+    order; with ``propose`` the write tools as ``--propose`` lists them (``specs.proposing``)."""
+    for spec in listed(write=write or propose, allow_excise=allow_excise):
+        if propose and spec.needs_write:
+            spec = proposing(spec)
         server.add_tool(tool_function(spec, getattr(tools, spec.name)), name=spec.name,
                         description=spec.description, annotations=annotations(spec.hints), structured_output=True)

@@ -38,6 +38,13 @@ INSTRUCTIONS = (
     "bounded query and datoms pages over broad reads, and keep the basis_tx of a response to read the "
     "same state again later. Writes (remember, forget, undo) exist only when the server was started "
     "with --write; give each one a stable operation_id and an if_basis_tx so a retry is safe.")
+PROPOSE_INSTRUCTIONS = INSTRUCTIONS.replace(
+    "Writes (remember, forget, undo) exist only when the server was started with --write; ",
+    "Writes are PROPOSALS here: remember, forget and undo check the call as a real write would (a call the store "
+    "would refuse is refused now), then queue it for a person to review; nothing reaches the store until the person "
+    "accepts it. The answer's status is \"proposed\" with the proposal id; an identical repeated call returns the "
+    "same id. Reads answer from the store as it is, and about, why, history and recall list in `pending` the "
+    "proposals touching an entity: do not propose those changes again. ")
 
 
 def _resource_errors(fn):
@@ -49,13 +56,20 @@ def _resource_errors(fn):
     return read
 
 
-def build(db, *, write: bool, embed=None, allow_excise: bool = False) -> MCPServer:
+def build(db, *, write: bool, embed=None, allow_excise: bool = False, propose: str | None = None) -> MCPServer:
     """The server's registry: the tools of ``fgraph.mcp.specs`` (the write tools only with
-    ``write``, ``excise`` only with ``allow_excise`` too) and the resource templates, over one open ``Db``."""
-    tools = Tools(db, embed=embed)
-    server = MCPServer(name="fgraph", title=TITLE, description=DESCRIPTION, instructions=INSTRUCTIONS,
+    ``write``, ``excise`` only with ``allow_excise`` too; with ``propose``, a proposals file, the
+    write tools propose instead: ``fgraph.mcp.propose``) and the resource templates, over one open ``Db``."""
+    if propose is not None:
+        from fgraph.mcp.propose import ProposingTools
+        tools = ProposingTools(db, propose, embed=embed)
+        tools.check()
+    else:
+        tools = Tools(db, embed=embed)
+    server = MCPServer(name="fgraph", title=TITLE, description=DESCRIPTION,
+                       instructions=INSTRUCTIONS if propose is None else PROPOSE_INSTRUCTIONS,
                        version=fgraph.__version__, log_level="WARNING")
-    register_tools(server, tools, write=write, allow_excise=write and allow_excise)
+    register_tools(server, tools, write=write, allow_excise=write and allow_excise, propose=propose is not None)
     _register_resources(server, Resources(db, tools.lock))
     return server
 
@@ -104,10 +118,10 @@ def _register_resources(server: MCPServer, resources: Resources) -> None:
         return resources.context(since, budget, limit, by, type)
 
 
-def serve(db, *, write: bool, embed=None, allow_excise: bool = False) -> None:
+def serve(db, *, write: bool, embed=None, allow_excise: bool = False, propose: str | None = None) -> None:
     """Serve ``db`` on stdin/stdout until stdin ends."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    server = protocol_server(build(db, write=write, embed=embed, allow_excise=allow_excise))
+    server = protocol_server(build(db, write=write, embed=embed, allow_excise=allow_excise, propose=propose))
     # spec 10 §2.1: the capabilities include an empty `experimental`
     options = server.create_initialization_options(experimental_capabilities={})
 

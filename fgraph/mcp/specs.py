@@ -10,7 +10,7 @@ The module imports neither the SDK nor pydantic: the CLI's start-up and the docs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fgraph.core.checks import strict_int
 from fgraph.core.errors import ValueTypeError
@@ -49,6 +49,10 @@ class Hints:
 READ = Hints(read_only=True, destructive=False)
 WRITE = Hints(read_only=False, destructive=False)
 DESTRUCTIVE = Hints(read_only=False, destructive=True)
+PROPOSE = Hints(read_only=False, destructive=False)   # appends a proposal; the store is not touched (decision M10)
+PROPOSAL_NOTE = ("PROPOSES, pending a person's review: checked as a write, then queued; nothing is written to the "
+                 "store until a person accepts it (status \"proposed\" and the proposal id; a repeated identical "
+                 "call returns the same id). ")
 
 
 @dataclass(frozen=True)
@@ -245,3 +249,9 @@ def listed(*, write: bool, allow_excise: bool = False) -> list[ToolSpec]:
     with ``--allow-excise`` as well (decision M8 in docs/mcp.md)."""
     options = {"allow_excise": allow_excise}
     return [spec for spec in TOOLS if (write or not spec.needs_write) and (spec.opt_in is None or options[spec.opt_in])]
+
+
+def proposing(spec: ToolSpec) -> ToolSpec:
+    """A write tool as ``fgraph mcp --propose`` lists it: the same arguments, its description
+    saying that it proposes, and annotations that destroy nothing (decision M10 in docs/mcp.md)."""
+    return replace(spec, description=PROPOSAL_NOTE + spec.description, hints=PROPOSE)

@@ -59,6 +59,8 @@ BAD = [
     ([{"id": "ada", "p/age": 1}, {"id": "ada", "p/age": 2}], {}, "Conflict"),
     ([{"id": "c1", "user/email": "z@x"}, {"id": "c2", "user/email": "z@x"}], {}, "Conflict"),
     (["cas", "ada", "p/age", 35, 37], {}, "Conflict"),
+    # a failed cas is reported after the other items are planned: a later wrong type wins (published)
+    ([["cas", "ada", "p/age", 35, 37], {"id": "x", "p/age": 1.5}], {}, "TypeError"),
     (["cas", "ada", "p/tags", "a", "c"], {}, "SchemaError"),
     (["cas", "nobody", "p/age", 1, 2], {}, "NotFound"),
     (["assert", "ada", "p/age"], {}, "TypeError"),

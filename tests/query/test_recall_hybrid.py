@@ -86,6 +86,19 @@ def test_hybrid_recall_is_one_ranking_of_words_entities_and_vectors(memory):
     assert tools.recall("xyzzy unknown", k=3)["data"]["hits"] == []   # an all-zero query vector is no list
 
 
+def test_words_the_published_rule_finds_in_k_entities_answer_as_the_published_fusion(memory, model):
+    """A full answer by the published rule is the published server's (keyword and vector fused), byte
+    for byte: no entity-level list in the ranking, scores and work as search --match fact gives them."""
+    db, tools = memory
+    vector = embed.embed(f"model2vec:{model}", "payouts nightly")
+    published = db.search(text="payouts nightly", vector=vector, vector_attribute="memory/embedding", k=1,
+                          match="fact")
+    assert len(published["hits"]) == 1
+    recalled = tools.recall("payouts nightly", k=1)["data"]
+    assert recalled == {key: published[key] for key in ("basis_tx", "hits", "expanded", "truncated", "work_used")}
+    assert "how" not in recalled["hits"][0]
+
+
 def test_embed_model_is_an_embed_cmd_of_its_own(model, tmp_path):
     argv = json.dumps([sys.executable, "-m", "fgraph.bridges.embed_model", model])
     assert embed.embed(argv, "payouts nightly") == pytest.approx([0.7071, 0, 0.7071, 0], abs=1e-4)

@@ -70,8 +70,10 @@ class _Search:
             vector = lists.vector(vector_a, query, allowed, cap)
         self.truncated = any(r is not None and r.truncated for r in (keyword, vector))
         # fill with a vector is hybrid recall: keyword, entity-level and vector lists in one fused
-        # ranking (decision S2), since a vector list alone always fills k
-        hybrid = request.match == "fill" and vector is not None and request.words is not None
+        # ranking (decision S2), since a vector list alone always fills k; when the published rule's
+        # words already find k hits the answer is the published fusion, byte for byte (as fill is)
+        hybrid = (request.match == "fill" and vector is not None and request.words is not None
+                  and (keyword is None or len(keyword.entries) < request.k))
         hits = [] if request.match == "entity" else self._fuse(keyword, vector)[:request.k]
         # fill looks further only when the published rule left room: a full answer is its answer
         if request.words is not None and (request.match == "entity" or hybrid or request.match == "fill" and
