@@ -154,12 +154,10 @@ def sweep_abandoned_temporaries(path: str) -> list[str]:
 
 def write_atomically(path: str, data: bytes, what: str = "file") -> None:
     """Replace ``path`` with ``data``: readers see the old contents or the new, never a part."""
-    import secrets  # here: it loads hashlib, which a plain read of a store never needs
-
     refuse_unsafe_target(path, what)
     sweep_abandoned_temporaries(path)
     directory = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(directory, f"{_temporary_prefix(path)}{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    temporary = os.path.join(directory, f"{_temporary_prefix(path)}{os.getpid()}.{os.urandom(6).hex()}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
     except OSError as exc:

@@ -4,7 +4,7 @@ so that ``info`` at a million transactions reads what changed since it last coun
 ``DB.info-counts`` holds the six counts of ``fgraph.core.stats`` at one basis, with what proves
 which database and which history they describe: the store's creation time and genesis event
 hash, the database file's device and inode, the basis transaction and its event UUID and hash,
-and a SHA-256 over all of it. A call at a later basis brings the counts forward by reading only
+and a BLAKE3 digest over all of it. A call at a later basis brings the counts forward by reading only
 the transactions since (their events, and index ranges over their facts, identities and
 retractions), and only when every one of them is a plain event/1 record whose retractions all
 ended a row (an excision, a redacted stub or a nohistory deletion changes history before the
@@ -23,7 +23,6 @@ the ``-wal`` file there (which can change every row). The cache is no weaker tha
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -121,7 +120,8 @@ def _latest(conn: apsw.Connection) -> int:
 
 
 def checksum(body: dict[str, object]) -> str:
-    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    from blake3 import blake3  # not hashlib: a read loads no OpenSSL (fgraph/core/hashing.py)
+    return blake3(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _read(cache: str, identity: dict[str, object]) -> dict[str, Any] | None:

@@ -31,9 +31,10 @@ class PlanningCopy:
     """The store plus the pending proposals, in memory, writable, with the clock and event factory
     a ``--write`` server would use (``FGRAPH_CLOCK``, ``FGRAPH_EVENT_SEED`` unless given)."""
 
-    def __init__(self, store: Db, *, clock=None, event_factory=None) -> None:
+    def __init__(self, store: Db, *, clock=None) -> None:
         self.store = store
-        self.clock, self.event_factory = make_clock(clock), event_factory or event_factory_from_env()
+        # event UUIDs as a --write server makes them (FGRAPH_EVENT_SEED in tests, else random)
+        self.clock, self.event_factory = make_clock(clock), event_factory_from_env()
         self.db: Db | None = None
         self.store_tx: int | None = None     # the store's latest transaction the copy was made from
         self.conflicted: set[str] = set()    # ids of pending proposals that no longer apply to the store

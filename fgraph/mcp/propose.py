@@ -40,10 +40,10 @@ def new_session() -> str:
 class ProposingTools(Tools):
     """``Tools`` whose write tools propose: reads from the read-only store, writes planned on the copy."""
 
-    def __init__(self, db, proposals: str, *, embed=None, clock=None, event_factory=None, session: str | None = None):
+    def __init__(self, db, proposals: str, *, embed=None, clock=None, session: str | None = None):
         super().__init__(db, embed=embed)
         self.file = ProposalFile(proposals)
-        self.copy = PlanningCopy(db, clock=clock, event_factory=event_factory)
+        self.copy = PlanningCopy(db, clock=clock)
         self.session = session or new_session()
         self.records: list[dict] = []            # the pending proposals, in file order
         self._read = self._rewritten = False     # the file read once; rewritten since the copy was built

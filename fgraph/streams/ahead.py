@@ -16,7 +16,7 @@ is no longer asked (tests/streams/test_ahead.py). Restore does not use it: its p
 This process never waits for the child (``WAIT_SECONDS``): a batch whose answer has not arrived
 is handled here, and its answer dropped when it comes. A stream's first ``START_AFTER`` lines
 are handled without a child (a short stream is not worth its start-up); after that, lines are
-read ahead at most ``IN_FLIGHT`` batches of ``BATCH_LINES`` lines or ``BATCH_BYTES`` bytes, and
+read ahead at most ``IN_FLIGHT`` batches of ``BATCH_LINES`` lines or ``AHEAD_BATCH_BYTES`` bytes, and
 an error raised by the source itself while reading ahead is raised where it would have been:
 after every line read before it.
 """
@@ -38,7 +38,7 @@ from fgraph.core.canonical import loads
 
 START_AFTER = 2048
 BATCH_LINES = 256
-BATCH_BYTES = 128 * 1024
+AHEAD_BATCH_BYTES = 128 * 1024
 LINE_BYTES = 64 * 1024      # longer lines are checked in process (rare, and sent for nothing)
 IN_FLIGHT = 4
 PIPE_BYTES = 1 << 20        # the child's input pipe is widened to this where the system allows
@@ -126,7 +126,7 @@ class Child:
                 batch: list[tuple[int, bytes | str]] = []
                 size = 0
                 try:
-                    while len(batch) < BATCH_LINES and size < BATCH_BYTES:
+                    while len(batch) < BATCH_LINES and size < AHEAD_BATCH_BYTES:
                         number, line = next(source)
                         raw = _encoded(line)
                         batch.append((number, raw))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from fgraph.core.canonical import dumps, dumps_bytes, loads
+from fgraph.core.checks import is_strict_int
 from fgraph.core.errors import FgraphError, FormatError
 from fgraph.core.limits import (GENESIS_TX, INSTANT_MAX, INSTANT_MIN, INT64_MAX, MAX_EVENT_BYTES,
                                 MAX_PROPOSAL_LINE_BYTES)
@@ -156,7 +157,7 @@ def event_entities(record: dict) -> set[str]:
 
 
 def _integer(value: object, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    return is_strict_int(value) and low <= value <= high  # type: ignore[operator]  # is_strict_int proved int
 
 
 def _bad(number: int, what: str) -> FormatError:
