@@ -28,6 +28,11 @@ def translate(exc: BaseException, *, writing: bool = False) -> FgraphError | Non
     if isinstance(exc, apsw.FullError):
         return TooLarge("the database or the disk is full",
                         f"free space (or raise the file size limit) and retry{after}")
+    if isinstance(exc, apsw.ReadOnlyError) and getattr(exc, "extendedresult", None) == apsw.SQLITE_READONLY_ROLLBACK:
+        # a write was interrupted (kill -9, a crash) and left a hot journal: only a writer rolls it back
+        return ReadOnly("the database has a hot journal from an interrupted write, which a read-only "
+                        "handle cannot roll back", "open it writable once (any write command, or "
+                        "`fgraph doctor` without a read-only open); SQLite then undoes the interrupted write")
     if isinstance(exc, apsw.ReadOnlyError):
         return ReadOnly("the database file cannot be written (a read-only file, directory or filesystem)",
                         f"check the permissions of the file and its directory, or open it read-only{after}")

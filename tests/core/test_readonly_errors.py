@@ -111,3 +111,18 @@ def test_an_immutable_file_is_read_only_for_root_too(place):
             assert db.entity("ada") == {"p/n": "Ada"}
     finally:
         subprocess.run(["chattr", "-i", path], check=True)
+
+
+def test_a_hot_journal_a_read_only_handle_cannot_roll_back_says_so():
+    """kill -9 inside a write with a rollback journal leaves a hot journal: a read-only open then
+    fails with SQLITE_READONLY_ROLLBACK, which is no permission problem (tests/torture/test_kill.py)."""
+    import apsw
+
+    from fgraph.core.sqlite_errors import translate
+    exc = apsw.ReadOnlyError("attempt to write a readonly database")
+    exc.extendedresult = apsw.SQLITE_READONLY_ROLLBACK
+    typed = translate(exc)
+    assert typed.name == "ReadOnly" and "hot journal" in str(typed) and "open it writable once" in str(typed)
+    plain = apsw.ReadOnlyError("attempt to write a readonly database")
+    plain.extendedresult = apsw.SQLITE_READONLY
+    assert "hot journal" not in str(translate(plain))

@@ -95,7 +95,15 @@ def verdict(path) -> str:
         with fgraph.connect(str(path), read_only=True) as db:
             found = db.doctor()
     except fgraph.FgraphError as exc:
-        return "uninitialized" if "not an initialized fgraph database" in str(exc) else f"{exc.name}: {exc}"
+        if "hot journal" in str(exc):
+            # killed inside a write with a rollback journal: the next writer undoes it, so ask as one
+            try:
+                with fgraph.connect(str(path)) as db:
+                    found = db.doctor()
+            except fgraph.FgraphError as again:
+                return f"{again.name}: {again}"
+        else:
+            return "uninitialized" if "not an initialized fgraph database" in str(exc) else f"{exc.name}: {exc}"
     if found.get("ok") is True:
         return "ok"
     if [p for p in found["problems"] if not str(p).startswith("excision scrub pending")] == []:
