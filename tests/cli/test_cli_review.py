@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.cli import FGRAPH, clean_env, invoke_cli, run_clean
+from tests.support.cli import FGRAPH, clean_env, interruptible, invoke_cli, run_clean
 
 
 def build(cwd: Path, name: str, born: int = 1815) -> Path:
@@ -138,19 +138,26 @@ def test_tail_follow_chain_continues_an_existing_chain(tmp_path):
     first = tail(tmp_path, db, "--chain", "s.chain")
     (tmp_path / "s.ndjson").write_bytes(first)
     since = str(latest_tx(tmp_path, db))
-    out = open(tmp_path / "s.ndjson", "ab")
-    proc = subprocess.Popen([FGRAPH, "--db", str(db), "tail", "--follow", "--since", since, "--chain", "s.chain"],
-                            cwd=tmp_path, env=clean_env(), stdout=out, stderr=subprocess.DEVNULL)
-    try:
-        for name in ("carol", "dan"):
-            assert run_clean(["--db", db, "add", '{"id":"%s","person/name":"x"}' % name], tmp_path).returncode == 0
-        deadline = time.monotonic() + 30
-        while (tmp_path / "s.chain").read_bytes().count(b"\n") < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-        out.close()
+    with open(tmp_path / "s.ndjson", "ab") as out:
+        proc = subprocess.Popen([FGRAPH, "--db", str(db), "tail", "--follow", "--since", since, "--chain", "s.chain"],
+                                cwd=tmp_path, env=clean_env(), stdout=out, stderr=subprocess.PIPE,
+                                preexec_fn=interruptible)
+        try:
+            for name in ("carol", "dan"):
+                assert run_clean(["--db", db, "add", '{"id":"%s","person/name":"x"}' % name], tmp_path).returncode == 0
+            deadline = time.monotonic() + 30
+            while (tmp_path / "s.chain").read_bytes().count(b"\n") < 5 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise
+    assert proc.returncode == 130, err   # Ctrl-C ends a follow as an interrupt, with nothing on stderr
+    assert err == b""
     assert (tmp_path / "s.ndjson").read_bytes() == tail(tmp_path, db)
     result = json.loads(run_clean(["verify-stream", "s.ndjson", "--chain", "s.chain", "--json"], tmp_path).stdout)
     assert result["intact"] and result["chained"] == 5 and result["lines"] == 5

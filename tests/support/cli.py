@@ -13,6 +13,7 @@ import json as jsonlib
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,15 @@ FGRAPH = str(Path(sys.executable).with_name("fgraph"))
 DETERMINISTIC = {"FGRAPH_CLOCK": str(CONFORMANCE_CLOCK), "FGRAPH_EVENT_SEED": CONFORMANCE_SEED}
 # Settings a test's own environment may carry that would change what a CLI call does.
 CALL_SETTINGS = ("FGRAPH_DB", "FGRAPH_DEBUG", "FGRAPH_QUERY_BUDGET")
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child a test will stop with SIGINT, as Ctrl-C at a terminal would.
+
+    A shell running a command in the background without job control hands it SIGINT ignored (POSIX),
+    a test run started that way passes it on, and Python keeps an ignored SIGINT: the child would
+    never see the interrupt the test sends. At a terminal SIGINT has its default, so give it that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class CliResult(NamedTuple):
