@@ -14,30 +14,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import fgraph
 from fgraph.core import stats_cache
-from fgraph.core.names import ATTRIBUTE_RE
 from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.stats_history import STEP, declare, plain, play
 
 FIGURES = ("attributes", "blobs", "entities", "facts", "live_facts", "transactions")
-
-
-def plain(conn) -> dict:
-    """Spec 09 §6.1 word for word at the latest basis: one scan per figure over the tables."""
-    def one(sql, *args):
-        return conn.execute(sql, args).fetchone()[0]
-    basis = one("SELECT max(tx) FROM fgraph_events")
-    ids = one("SELECT count(*) FROM fgraph_ids NOT INDEXED WHERE created_tx <= ?", basis)
-    transactions = one("SELECT count(*) FROM fgraph_events NOT INDEXED WHERE tx <= ?", basis)
-    return {
-        "attributes": sum(1 for (name,) in conn.execute("SELECT name FROM fgraph_ids NOT INDEXED WHERE "
-                                                        "created_tx <= ? AND name IS NOT NULL", (basis,))
-                          if ATTRIBUTE_RE.match(name)),
-        "blobs": one("SELECT count(DISTINCT v) FROM fgraph_facts NOT INDEXED WHERE t IN (7, 8, 9) AND tx <= ?", basis),
-        "entities": ids - transactions,
-        "facts": one("SELECT count(*) FROM fgraph_facts NOT INDEXED WHERE tx <= ?", basis),
-        "live_facts": one("SELECT count(*) FROM fgraph_facts NOT INDEXED WHERE tx <= ? AND (rx IS NULL OR rx > ?)",
-                          basis, basis),
-        "transactions": transactions,
-    }
 
 
 def figures(db) -> dict:
@@ -69,44 +49,6 @@ def cache_document(path: str) -> dict:
         return orjson.loads(f.read())
 
 
-LONG = "x" * 300
-STEP = st.one_of(
-    st.tuples(st.just("text"), st.integers(0, 4), st.sampled_from(["a", "b", LONG, LONG + "y"])),
-    st.tuples(st.just("bytes"), st.integers(0, 4), st.sampled_from(["AAAA", "QUJD" * 100])),
-    st.tuples(st.just("vector"), st.integers(0, 4), st.sampled_from([[1.0, 0.0], [0.0, 1.0]])),   # nohistory
-    st.tuples(st.just("tag"), st.integers(0, 4), st.integers(0, 3)),
-    st.tuples(st.just("retract"), st.integers(0, 4), st.none()),
-    st.tuples(st.just("undo"), st.integers(0, 4), st.none()),
-    st.tuples(st.just("name"), st.integers(0, 4), st.sampled_from(["plain", "x/y/z", "ns/ok"])),
-    st.tuples(st.just("excise"), st.integers(0, 4), st.none()),
-)
-
-
-def play(db, step) -> str:
-    kind, n, value = step
-    entity = f"e{n}"
-    try:
-        if kind == "text":
-            db.transact({"id": entity, "note/text": value})
-        elif kind == "bytes":
-            db.transact({"id": entity, "note/raw": {"bytes": value}})
-        elif kind == "vector":
-            db.transact({"id": entity, "note/emb": {"vector": value}})
-        elif kind == "tag":
-            db.transact({"id": entity, "note/tags": [f"t{value}"]})
-        elif kind == "retract":
-            db.retract(entity)
-        elif kind == "undo":
-            db.undo(db.latest_tx() - n)
-        elif kind == "name":
-            db.transact({"id": f"{value}-{n}" if "/" not in value else value, "other/v": n})
-        else:
-            db.excise(entity)
-    except fgraph.FgraphError:
-        return "refused"
-    return kind
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEP, min_size=1, max_size=20))
@@ -114,8 +56,7 @@ def test_brought_forward_the_counts_equal_a_fresh_count_after_every_write(tmp_pa
     path = str(tmp_path_factory.mktemp("cache") / "s.db")
     paths = Paths(monkeypatch)
     with fgraph.connect(path, clock=CONFORMANCE_CLOCK) as db:
-        db.declare("note/emb", type="vector")
-        db.declare("note/tags", many=True)
+        declare(db)
         assert figures(db) == plain(db.connection)
         for step in steps:
             fresh, forward, latest = paths.fresh, paths.forward, db.latest_tx()

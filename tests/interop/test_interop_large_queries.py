@@ -21,8 +21,7 @@ import random
 import pytest
 
 import fgraph
-import fgraph.query.datalog.engine as engine_module
-from tests.support.query_store import build_store, query
+from tests.support.query_store import build_store, query, record_work_budgets
 from tests.support.runtimes import differential_pair, same_rows
 
 # Where the published runtime spends a unit per examined datom in Python, a query of millions
@@ -33,14 +32,7 @@ COMPARED_UP_TO = 1_500_000
 @pytest.fixture
 def measured_units(monkeypatch):
     """A function giving the work units this runtime spends on a query (None if it is refused)."""
-    spent = []
-
-    class Recording(engine_module.WorkBudget):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            spent.append(self)
-
-    monkeypatch.setattr(engine_module, "WorkBudget", Recording)
+    spent = record_work_budgets(monkeypatch)
 
     def units(db, q):
         spent.clear()

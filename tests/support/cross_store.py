@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fgraph
 from tests.support.constants import CONFORMANCE_CLOCK
+from tests.support.query_store import record_work_budgets
 
 BATCH = 1000
 TITLE = {"find": ["?t"], "where": [["?p", "person/title", "?t"], ["?x", "person/knows", "?q"]]}
@@ -38,17 +39,8 @@ def build_cross_store(path: str, titles: int, knows: int, notes: int = 0, retrac
 
 def spending_recorder(monkeypatch, ceiling: int = 10**12):
     """A function giving the work units a query spends on this runtime, in-process, under a budget
-    of ``ceiling`` (None when it is refused): every WorkBudget the engine makes is recorded."""
-    import fgraph.query.datalog.engine as engine_module  # noqa: PLC0415 - only the tests that measure patch it
-
-    spent = []
-
-    class Recording(engine_module.WorkBudget):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            spent.append(self)
-
-    monkeypatch.setattr(engine_module, "WorkBudget", Recording)
+    of ``ceiling`` (None when it is refused)."""
+    spent = record_work_budgets(monkeypatch)
 
     def measure(path, query) -> int | None:
         spent.clear()

@@ -160,3 +160,19 @@ def query(rng: random.Random, facts: dict) -> dict:
                  "source": "history", "order": [["?tx", "asc"]]},
     ]
     return rng.choice(shapes)()
+
+
+def record_work_budgets(monkeypatch) -> list:
+    """Every WorkBudget the query engine makes from now on, in a list the caller clears between
+    queries: the units a query spent on this runtime are ``sum(budget.used for budget in it)``."""
+    import fgraph.query.datalog.engine as engine_module  # noqa: PLC0415 - only the tests that measure patch it
+
+    made: list = []
+
+    class Recording(engine_module.WorkBudget):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(engine_module, "WorkBudget", Recording)
+    return made
