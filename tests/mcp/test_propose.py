@@ -16,7 +16,7 @@ import fgraph
 from fgraph.bridges.proposals.pending import ProposalFile
 from tests.support.cli import clean_env, run_cli
 from tests.support.constants import CONFORMANCE_CLOCK
-from tests.support.proposals import AGENT_CALLS as CALLS
+from tests.support.proposals import AGENT_CALLS as CALLS, ada_store, agent, copy_of, tail
 from tests.support.mcp import OURS, call, session_run
 
 PROPOSE_ORDER = ["remember", "forget", "undo", "recall", "about", "why", "history", "query", "datoms", "receipt",
@@ -26,34 +26,12 @@ PROPOSE_ORDER = ["remember", "forget", "undo", "recall", "about", "why", "histor
 
 @pytest.fixture
 def store(tmp_path):
-    path = tmp_path / "m.db"
-    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
-        db.declare("person/email", type="text", unique=True)
-        db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815, "person/email": "ada@x"}, by="me")
-        db.transact({"id": "ada", "person/knows": {"ref": "grace"}})
-    return path
-
-
-def copy_of(store: Path, name: str) -> Path:
-    """A physical copy of ``store``: the same history, byte for byte."""
-    target = store.with_name(name)
-    with fgraph.connect(str(store), read_only=True) as db:
-        db.backup(str(target))
-    return target
-
-
-def tail(path: Path) -> list[str]:
-    return run_cli("tail", "--since", "64", db=path, env=clean_env(), check=True).stdout.splitlines()
+    return ada_store(tmp_path / "m.db", unique_email=True)
 
 
 def make_calls(calls):
     async def script(session):
-        seen = []
-        for name, arguments in calls:
-            result = await session.call_tool(name, arguments(seen))
-            assert not result.is_error, result.content[0].text
-            seen.append(result.structured_content)
-        return seen
+        return (await agent(calls)(session))[0]
     return script
 
 

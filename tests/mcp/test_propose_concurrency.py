@@ -21,16 +21,12 @@ import fgraph
 from fgraph.bridges.proposals import decide as decisions
 from fgraph.bridges.proposals.pending import ProposalFile
 from fgraph.core.errors import Conflict
-from tests.support.cli import clean_env, run_cli
 from tests.support.constants import CONFORMANCE_CLOCK
 from tests.support.mcp import OURS, server_env
+from tests.support.proposals import tail
 from tests.support.torture import rng, size
 
 DEADLINE = 600.0   # seconds the whole run may take on a loaded machine before it counts as a hang
-
-
-def tail(path: Path) -> list[str]:
-    return run_cli("tail", "--since", "64", db=path, env=clean_env(), check=True).stdout.splitlines()
 
 
 def person(store: Path, proposals: Path, done: threading.Event, log: list, failures: list) -> None:

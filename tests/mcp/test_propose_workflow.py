@@ -11,51 +11,22 @@ from pathlib import Path
 
 import pytest
 
-import fgraph
 from fgraph.bridges.proposals.pending import ProposalFile
 from tests.support.cli import clean_env, run_cli
-from tests.support.constants import CONFORMANCE_CLOCK
-from tests.support.proposals import AGENT_CALLS as CALLS
+from tests.support.proposals import AGENT_CALLS as CALLS, ada_store, agent, copy_of, tail
 from tests.support.mcp import OURS, session_run
 
 
 
 @pytest.fixture
 def store(tmp_path):
-    path = tmp_path / "m.db"
-    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
-        db.transact({"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815}, by="me")
-        db.transact({"id": "ada", "person/knows": {"ref": "grace"}})
-    return path
-
-
-def copy_of(store: Path, name: str) -> Path:
-    target = store.with_name(name)
-    with fgraph.connect(str(store), read_only=True) as db:
-        db.backup(str(target))
-    return target
-
-
-def tail(path: Path) -> list[str]:
-    return run_cli("tail", "--since", "64", db=path, env=clean_env(), check=True).stdout.splitlines()
+    return ada_store(tmp_path / "m.db")
 
 
 def proposals_cli(store: Path, *args) -> dict:
     code, out, err = run_cli("proposals", *args, db=store, json=True, env=clean_env())
     assert code == 0, err
     return json.loads(out)
-
-
-def agent(calls, reads=()):
-    """The agent's session: each call (its arguments from the answers so far), then the reads."""
-    async def script(session):
-        seen = []
-        for name, arguments in calls:
-            result = await session.call_tool(name, arguments(seen))
-            assert not result.is_error, result.content[0].text
-            seen.append(result.structured_content)
-        return seen, [(await session.call_tool(name, arguments)).structured_content for name, arguments in reads]
-    return script
 
 
 @pytest.mark.parametrize("accepted", [3, 5])

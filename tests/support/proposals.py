@@ -5,10 +5,13 @@ becomes a proposal/1 record appended to the pending file. For the tests of the d
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import fgraph
 from fgraph.bridges.proposals import records
 from fgraph.bridges.proposals.pending import ProposalFile
+from tests.support.cli import clean_env, run_cli
+from tests.support.constants import CONFORMANCE_CLOCK
 
 # five calls of an agent's session, each may name what an earlier answer said (its basis_tx, its tx)
 AGENT_CALLS = [
@@ -20,6 +23,45 @@ AGENT_CALLS = [
     ("remember", lambda seen: {"facts": [{"id": "carol", "person/name": "Carol", "person/knows": {"ref": "ada"}}],
                                "operation_id": "o5"}),
 ]
+
+
+def ada_store(path: Path, *, unique_email: bool = False) -> Path:
+    """The store an agent proposes to: Ada (by "me"), who knows grace; ``unique_email`` declares and
+    writes a unique ``person/email`` too."""
+    with fgraph.connect(str(path), clock=CONFORMANCE_CLOCK) as db:
+        ada = {"id": "ada", "person/name": "Ada Lovelace", "person/born": 1815}
+        if unique_email:
+            db.declare("person/email", type="text", unique=True)
+            ada["person/email"] = "ada@x"
+        db.transact(ada, by="me")
+        db.transact({"id": "ada", "person/knows": {"ref": "grace"}})
+    return path
+
+
+def copy_of(store: Path, name: str) -> Path:
+    """A physical copy of ``store`` beside it: the same history, byte for byte."""
+    target = store.with_name(name)
+    with fgraph.connect(str(store), read_only=True) as db:
+        db.backup(str(target))
+    return target
+
+
+def tail(path: Path) -> list[str]:
+    """The store's event lines, as ``fgraph tail --since 64`` prints them."""
+    return run_cli("tail", "--since", "64", db=path, env=clean_env(), check=True).stdout.splitlines()
+
+
+def agent(calls, reads=()):
+    """An MCP session script: each call (its arguments from the answers so far, each call must succeed),
+    then the reads; it returns (the calls' structured answers, the reads' structured answers)."""
+    async def script(session):
+        seen = []
+        for name, arguments in calls:
+            result = await session.call_tool(name, arguments(seen))
+            assert not result.is_error, result.content[0].text
+            seen.append(result.structured_content)
+        return seen, [(await session.call_tool(name, arguments)).structured_content for name, arguments in reads]
+    return script
 
 
 def planning_copy(store: str, pending: list[dict]) -> fgraph.Db:
