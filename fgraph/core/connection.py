@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import apsw
 
 from fgraph.core import layout, probe, replica
-from fgraph.core.errors import FormatError, NotFound, ReadOnly, rewrap
+from fgraph.core.errors import FormatError, NotFound, QueryError, ReadOnly, rewrap
 from fgraph.core.sidecars import refuse_sidecar_name
 from fgraph.core.limits import MEMORY
 from fgraph.core.sqlite_errors import not_writable, translate
@@ -74,6 +76,26 @@ def distrust_schema(conn: apsw.Connection) -> None:
 def set_query_only(conn: apsw.Connection, read_only: bool) -> None:
     """Read-only handles refuse writes inside SQLite itself, not only in our code."""
     conn.execute(f"PRAGMA query_only = {1 if read_only else 0}")
+
+
+@contextmanager
+def temp_schema_writable(conn: apsw.Connection) -> Iterator[None]:
+    """TEMP tables allowed for the duration (a query's intermediate relations, the search vocabulary).
+
+    A read-only handle's ``query_only`` guard is lifted meanwhile; its main database stays unwritable
+    by its open flags (``SQLITE_OPEN_READONLY``). A handle guarded by ``query_only`` alone has no such
+    second lock, so it is refused rather than left writable."""
+    guarded = conn.execute("PRAGMA query_only").fetchone()[0]  # type: ignore[index]  # a PRAGMA always has a row
+    if guarded and not conn.readonly("main"):
+        raise QueryError("this read needs TEMP tables, and the handle is read-only by query_only alone",
+                         "open the database with fgraph.connect(path, read_only=True)")
+    if guarded:
+        set_query_only(conn, False)
+    try:
+        yield
+    finally:
+        if guarded:
+            set_query_only(conn, True)
 
 
 def read_only_uri(path: str) -> str:

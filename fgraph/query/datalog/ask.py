@@ -8,10 +8,9 @@ read-only (``SQLITE_OPEN_READONLY``) the main database stays unwritable by its o
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from fgraph.core.asof import visible_at
 from fgraph.core.catalog import Catalog
+from fgraph.core.connection import temp_schema_writable
 from fgraph.core.errors import QueryError
 from fgraph.core.limits import DEFAULT_QUERY_BUDGET
 from fgraph.core.txn import read_transaction
@@ -27,22 +26,6 @@ __all__ = ["DEFAULT_BUDGET", "Result", "ask", "explain"]
 from fgraph.query.datalog.terms import NO_MATCH, Terms
 
 DEFAULT_BUDGET = DEFAULT_QUERY_BUDGET
-
-
-@contextmanager
-def scratch(conn):
-    """TEMP tables allowed for the duration; the main database's protection is its open flags."""
-    query_only = conn.execute("PRAGMA query_only").fetchone()[0]
-    if query_only and not conn.readonly("main"):
-        raise QueryError("queries need TEMP tables on a read-only handle opened read-only",
-                         "open the database with fgraph.connect(path, read_only=True)")
-    if query_only:
-        conn.execute("PRAGMA query_only = 0")
-    try:
-        yield
-    finally:
-        if query_only:
-            conn.execute("PRAGMA query_only = 1")
 
 
 def _split(query, args, clauses: dict):
@@ -79,7 +62,7 @@ def ask(conn, basis: int, query=None, args=None, *, budget: int = DEFAULT_BUDGET
     """``q``: the rows of ``query`` at ``basis``."""
     query, args = _split(query, args, clauses)
     parsed = syntax.parse(query, strict=True)
-    with read_transaction(conn), scratch(conn):
+    with read_transaction(conn), temp_schema_writable(conn):
         cat = Catalog(conn, basis)
         latest = Catalog(conn).latest_tx()
         terms = Terms(conn, cat, visible_at(basis, latest))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import difflib
 
+from fgraph.core.connection import temp_schema_writable
+
 MIN_WORD = 4
 LENGTH_SLACK = 2
 SCANNED = 5000
@@ -27,17 +29,11 @@ VOCABULARY = "temp.fgraph_search_vocabulary"
 
 def _vocabulary(conn) -> None:
     """Make the connection's vocabulary table once. It lives in ``temp``, never in the file, so a
-    read-only handle makes it too: its ``query_only`` guard is lifted for that one statement."""
+    read-only handle makes it too."""
     if conn.execute("SELECT 1 FROM sqlite_temp_master WHERE name = 'fgraph_search_vocabulary'").fetchone():
         return
-    guarded = conn.execute("PRAGMA query_only").fetchone()[0]
-    try:
-        if guarded:
-            conn.execute("PRAGMA query_only = 0")
+    with temp_schema_writable(conn):
         conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCABULARY} USING fts5vocab('main', 'fgraph_fts', 'row')")
-    finally:
-        if guarded:
-            conn.execute("PRAGMA query_only = 1")
 
 
 def corrections(conn, word: str, charge) -> list[str]:
