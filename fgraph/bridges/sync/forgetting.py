@@ -55,9 +55,15 @@ def publish_redacted(source, log, line: str) -> None:
             remainders += 1
     put("excision", "", dumps(excision), "excision:" + event)
     deleted = log.erase(store, set(excision["redacts"]))
-    source.excisions.append({"event": event, "origin": excision["origin"], "target": excision["target"],
-                             "messages_deleted": deleted, "remainders_published": remainders,
-                             "broker": log.erase_report()})
+    done = {"event": event, "origin": excision["origin"], "target": excision["target"], "messages_deleted": deleted,
+            "remainders_published": remainders, "broker": log.erase_report()}
+    for earlier in source.excisions:   # published again after another run's stub (log._another_run): one entry
+        if earlier["event"] == event:
+            done["messages_deleted"] += earlier["messages_deleted"]
+            done["remainders_published"] = max(remainders, earlier["remainders_published"])
+            earlier.update(done)
+            return
+    source.excisions.append(done)
 
 
 class ExcisionIndex:

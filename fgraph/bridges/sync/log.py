@@ -155,6 +155,7 @@ def event_of(line: str) -> str:
 
 
 RETRY_PAUSE = 0.2   # seconds between two attempts of a call the log could not answer
+OVERTAKEN = 16      # resumptions in a row after another run of the same store's publisher appended first
 
 
 def _retrying(call, retry: float, stop):
@@ -216,6 +217,7 @@ class _Published:
         self.signer, self.scope = signer, log.stream
         self.position, self.prev, self.since, self.stale = GENESIS_TX, None, GENESIS_TX, False
         self.counts = {"events": 0, "published": 0, "duplicates": 0}
+        self.overtaken = 0     # resumptions since this source's last append (``_another_run``)
         self.excisions: list = []
         self.resume(log)
         self.since = self.position
@@ -304,6 +306,11 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
             except LogUnavailable:
                 source.stale = True
                 raise
+            except Conflict:
+                if not _another_run(source, log):
+                    raise
+                return count + 1    # not idle: the next batch goes on from where the log now stands
+            source.overtaken = 0
             source.position, source.prev = tx, event
             source.counts["events"] += 1
             source.counts["published" if fresh else "duplicates"] += 1
@@ -313,6 +320,18 @@ def _publish_batch(source: _Published, log: Log, batch_size: int) -> int:
     finally:
         lines.close()
     return count
+
+
+def _another_run(source: _Published, log: Log) -> bool:
+    """After "moved under this publisher": whether another run of this store's own publisher appended
+    first (``excise --reach`` beside a ``sync --follow``, one resuming between the other's erase and its
+    excision event). This one resumes from what the log holds, ahead or behind, at most ``OVERTAKEN``
+    times in a row; a record this store does not hold (a diverged copy) is the ``Conflict`` of ``resume``."""
+    source.overtaken += 1
+    if source.overtaken > OVERTAKEN:
+        return False
+    source.resume(log)
+    return True
 
 
 def consume(log: Log, target: str, *, batch_size: int = SYNC_BATCH, follow: bool = False,
