@@ -13,6 +13,7 @@ carries protocol messages only; diagnostics go to stderr.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import logging
 import sys
@@ -129,4 +130,8 @@ def serve(db, *, write: bool, embed=None, allow_excise: bool = False, propose: s
         async with vetted_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, options)
 
+    # What start-up made (the SDK, pydantic's schemas, our modules) lives as long as the server:
+    # frozen, a full collection no longer walks it, so a call that triggers one is not the slow one.
+    gc.collect()
+    gc.freeze()
     anyio.run(run)
