@@ -128,29 +128,6 @@ def test_excising_the_newest_published_event_publishes_now_after_the_window_and_
     assert canaries.canary_hits(tmp_path, "a.db", [*canaries.NEEDLES, CAROL]) == {}
 
 
-def test_a_publisher_killed_between_the_erase_and_the_excision_event_finishes_after_the_window(tmp_path, log_url):
-    """The erase ran (the subject now ends before ada's event), the excision event never reached the
-    log: the next run, after the duplicate window, publishes ada's stub again, deletes it and appends
-    the excision event."""
-    a = tmp_path / "a.db"
-    with fgraph.connect(a) as db:
-        db.transact([{"id": "bob", "note/text": "bob stays"}])
-        db.transact([{"id": "ada", "note/text": canaries.SHORT}])
-    publish(a, log_url)
-    receipt = excise_locally(a, "ada", "forget-ada")
-    with fgraph.connect(a, read_only=True) as db:
-        store, redacts = store_id(db), db.excision_record(receipt["event"])["redacts"]
-    with adapters.open_log(log_url) as log:                               # what the killed run did
-        assert log.erase(store, set(redacts)) == 1
-    since = time.monotonic()
-    past_the_window(since)
-    again = publish(a, log_url)
-    assert again["excisions"] and again["excisions"][0]["event"] == receipt["event"]
-    assert publish(a, log_url)["published"] == 0
-    consume(log_url, tmp_path / "late.db")
-    assert canaries.canary_hits(tmp_path, "late.db") == {}
-
-
 def ada_excised_after_publishing(tmp_path, log_url):
     """a.db with bob's event, then ada's, both published; ada then excised here (not yet published):
     (path, store, the event ids of bob, ada and the excision, ada's redacted stub line)."""
@@ -164,6 +141,24 @@ def ada_excised_after_publishing(tmp_path, log_url):
         lines = [json.loads(line) for _, line in db.iter_tx_events()]
         stub = [line for _, line in db.iter_tx_events()][-2]
         return a, store_id(db), lines[-3]["event"], lines[-2]["event"], receipt["event"], stub
+
+
+def test_a_publisher_killed_between_the_erase_and_the_excision_event_finishes_after_the_window(tmp_path, log_url):
+    """The erase ran (the subject now ends before ada's event), the excision event never reached the
+    log: the next run, after the duplicate window, publishes ada's stub again, deletes it and appends
+    the excision event."""
+    a, store, _, ada, excision, _ = ada_excised_after_publishing(tmp_path, log_url)
+    with fgraph.connect(a, read_only=True) as db:
+        assert db.excision_record(excision)["redacts"] == [ada]
+    with adapters.open_log(log_url) as log:                               # what the killed run did
+        assert log.erase(store, {ada}) == 1
+    since = time.monotonic()
+    past_the_window(since)
+    again = publish(a, log_url)
+    assert again["excisions"] and again["excisions"][0]["event"] == excision
+    assert publish(a, log_url)["published"] == 0
+    consume(log_url, tmp_path / "late.db")
+    assert canaries.canary_hits(tmp_path, "late.db") == {}
 
 
 def before_the_first_append(handle, first):
